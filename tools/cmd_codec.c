@@ -1,0 +1,176 @@
+/* vt codec: list the codec registry; check every codec against ggml. */
+#include "cmds.h"
+
+#include "../common/vt_parse.h"
+#include "../engine/codec.h"
+#include "../oracle/codec_check.h"
+#include "../oracle/ggml_codec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: vt codec list\n"
+    "       vt codec check [--types all|T1,T2,...] [--rows N] [--cols N] [--seed S] [--threads N] [--ggml-lib DIR]\n"
+    "\n"
+    "check: quantizes random rows (normal, uniform, heavy outliers, all-equal, all-zero)\n"
+    "with ggml's own quantizer (the IQ types with an importance matrix), decodes them\n"
+    "with ggml's to_float and with vt, and compares F32 and BF16 outputs bit for bit.\n"
+    "Defaults: --types all --rows 4096 --cols 512 --seed 1 --threads <cores>.\n"
+    "Results do not depend on --threads. Exit 1 if any type differs.\n";
+
+static int cmd_list(void)
+{
+    printf("%-8s %4s %6s %6s %s\n", "type", "id", "elems", "bytes", "decoder");
+    for (int i = 0; i < vt_codec_count(); i++) {
+        const vt_codec *c = vt_codec_at(i);
+        printf("%-8s %4d %6lld %6zu %s\n", c->name, (int)c->type, (long long)c->block_elems,
+               c->block_bytes, c->decode_f32 ? "yes" : "no");
+    }
+    return 0;
+}
+
+/* Fills sel with the codecs named in a comma list, or every decodable one. */
+static int select_types(const char *list, const vt_codec **sel, int *n_sel)
+{
+    *n_sel = 0;
+    if (strcmp(list, "all") == 0) {
+        for (int i = 0; i < vt_codec_count(); i++)
+            if (vt_codec_at(i)->decode_f32)
+                sel[(*n_sel)++] = vt_codec_at(i);
+        return 0;
+    }
+    char buf[1024];
+    if (strlen(list) >= sizeof buf) {
+        fprintf(stderr, "vt codec check: --types: list too long\n");
+        return 2;
+    }
+    strcpy(buf, list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const vt_codec *c = vt_codec_by_name(t);
+        if (!c || !c->decode_f32) {
+            fprintf(stderr, "vt codec check: --types: '%s': expected a decodable type (see 'vt codec list')\n", t);
+            return 2;
+        }
+        for (int i = 0; i < *n_sel; i++)
+            if (sel[i] == c)
+                c = NULL;
+        if (c && *n_sel < VT_TYPE_COUNT)
+            sel[(*n_sel)++] = c;
+    }
+    if (*n_sel == 0) {
+        fprintf(stderr, "vt codec check: --types: empty list\n");
+        return 2;
+    }
+    return 0;
+}
+
+typedef struct report_ctx {
+    const vt_codec *const *sel;
+    int passed, failed;
+} report_ctx;
+
+static void report_type(int i, const vt_codec_check_result *r, void *arg)
+{
+    report_ctx *ctx = arg;
+    int ok = vt_codec_check_passed(r);
+    printf("%-8s %8lld %14lld %15lld %12.6g %s", ctx->sel[i]->name, (long long)r->rows,
+           (long long)r->f32_identical, (long long)r->bf16_identical, r->max_abs_diff, ok ? "ok" : "FAIL");
+    if (!ok)
+        printf(" (first differing row %lld, class %s)", (long long)r->first_bad_row,
+               vt_codec_check_class_name((int)(r->first_bad_row % VT_CODEC_CHECK_CLASSES)));
+    printf("\n");
+    fflush(stdout);
+    ok ? ctx->passed++ : ctx->failed++;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    const char *types = "all", *libdir = NULL;
+    int64_t rows = 4096, cols = 512, n_threads = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "vt codec check: %s: expected an option with a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--types") == 0)
+            types = v;
+        else if (strcmp(a, "--ggml-lib") == 0)
+            libdir = v;
+        else if (strcmp(a, "--rows") == 0) {
+            if (!vt_parse_i64(v, 1, 1 << 24, &rows)) {
+                fprintf(stderr, "vt codec check: --rows: '%s': expected an integer in 1..16777216\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--cols") == 0) {
+            if (!vt_parse_i64(v, 256, 1 << 20, &cols) || cols % 256) {
+                fprintf(stderr, "vt codec check: --cols: '%s': expected a multiple of 256 up to 1048576\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!vt_parse_i64(v, 1, 64, &n_threads)) {
+                fprintf(stderr, "vt codec check: --threads: '%s': expected an integer in 1..64\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!vt_parse_u64(v, &seed)) {
+                fprintf(stderr, "vt codec check: --seed: '%s': expected an unsigned integer\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "vt codec check: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    const vt_codec *sel[VT_TYPE_COUNT];
+    int n_sel, rc = select_types(types, sel, &n_sel);
+    if (rc)
+        return rc;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *g = vt_ggml_open(libdir, &err);
+    if (!g) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    printf("oracle: %s\n", vt_ggml_path(g));
+    printf("rows of %lld values, seed %llu, %d threads\n", (long long)cols, (unsigned long long)seed,
+           (int)n_threads);
+    printf("%-8s %8s %14s %15s %12s\n", "type", "rows", "f32-identical", "bf16-identical", "max|diff|");
+    fflush(stdout);
+    vt_codec_check_result results[VT_TYPE_COUNT];
+    report_ctx ctx = { sel, 0, 0 };
+    if (vt_codec_check_many(g, sel, n_sel, rows, cols, seed, (int)n_threads, results, report_type, &ctx, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        vt_ggml_free(g);
+        return err.code;
+    }
+    int passed = ctx.passed, failed = ctx.failed;
+    vt_ggml_free(g);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+int vt_cmd_codec(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "list") == 0)
+        return cmd_list();
+    if (strcmp(argv[1], "check") == 0)
+        return cmd_check(argc - 1, argv + 1);
+    fprintf(stderr, "vt codec: unknown subcommand '%s': expected list or check\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,10 @@
+/* Subcommands of the vt executable. Each parses its own arguments and calls
+ * libvt; it returns the process exit code (0 ok, 1 check failed, 2 bad input). */
+#ifndef VT_TOOLS_CMDS_H
+#define VT_TOOLS_CMDS_H
+
+int vt_cmd_gguf(int argc, char **argv);
+int vt_cmd_codec(int argc, char **argv);
+int vt_cmd_fixture(int argc, char **argv);
+
+#endif

@@ -1,0 +1,58 @@
+/* vt: one executable, one subcommand per concern. Called as vt-capture,
+ * vt-neartie or vt-seal (links to vt) it runs that subcommand directly. */
+#include "cmds.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct vt_subcommand {
+    const char *name;    /* vt NAME ... */
+    const char *alias;   /* argv[0] basename that selects it, or NULL */
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} vt_subcommand;
+
+static const vt_subcommand subcommands[] = {
+    { "gguf", NULL, vt_cmd_gguf, "inspect and rewrite GGUF files" },
+    { "codec", NULL, vt_cmd_codec, "check every codec bit for bit against ggml" },
+    { "fixture", NULL, vt_cmd_fixture, "generate GGUF fixtures" },
+};
+enum { N_SUBCOMMANDS = (int)(sizeof subcommands / sizeof subcommands[0]) };
+
+/* Names installed as links; their subcommands arrive in later work. */
+static const char *const pending_aliases[] = { "vt-capture", "vt-neartie", "vt-seal" };
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vt COMMAND [ARGS...]\n\ncommands:\n");
+    for (int i = 0; i < N_SUBCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(f, "\n'vt COMMAND --help' describes each. Exit codes: 0 ok, 1 check failed, 2 bad input.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *self = strrchr(argv[0], '/');
+    self = self ? self + 1 : argv[0];
+    for (int i = 0; i < N_SUBCOMMANDS; i++)
+        if (subcommands[i].alias && strcmp(self, subcommands[i].alias) == 0)
+            return subcommands[i].run(argc, argv);
+    for (size_t i = 0; i < sizeof pending_aliases / sizeof pending_aliases[0]; i++)
+        if (strcmp(self, pending_aliases[i]) == 0) {
+            fprintf(stderr, "%s: not implemented yet in this version of vt\n", self);
+            return 2;
+        }
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_SUBCOMMANDS; i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture\n", argv[1]);
+    return 2;
+}
