@@ -2,8 +2,8 @@
  * libllama loaded at run time (dlopen), with a GGUF opened vocab-only.
  * Used to check engine/tokenizer token for token and byte for byte.
  *
- * libllama keeps process-wide state (its logger); the handle silences that
- * logger for the whole process while it is loaded. */
+ * libllama is loaded once per process and stays loaded (llamacpp_lib.h);
+ * its logger is silenced for the whole process from the first open on. */
 #ifndef VT_LLAMACPP_VOCAB_H
 #define VT_LLAMACPP_VOCAB_H
 
@@ -14,8 +14,9 @@
 
 typedef struct vt_llama_vocab vt_llama_vocab;
 
-/* Loads libllama from libdir, or from $VT_GGML_LIBDIR, or from the directory
- * scripts/bootstrap filled (compiled in), then opens gguf_path vocab-only.
+/* Loads libllama (once per process) from libdir, or from $VT_GGML_LIBDIR, or
+ * from the directory scripts/bootstrap filled (compiled in), then opens
+ * gguf_path vocab-only.
  * NULL on failure with err set (VT_EINPUT). */
 vt_llama_vocab *vt_llama_vocab_open(const char *gguf_path, const char *libdir, vt_error *err);
 void vt_llama_vocab_free(vt_llama_vocab *v);

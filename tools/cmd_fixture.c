@@ -2,6 +2,7 @@
 #include "cmds.h"
 
 #include "../common/vt_parse.h"
+#include "../engine/codec.h"
 #include "../fixtures/fixture.h"
 
 #include <stdio.h>
@@ -9,9 +10,35 @@
 
 static const char usage_text[] =
     "usage: vt fixture make --preset codecs [--rows N] [--cols N] [--seed S] -o OUT.gguf\n"
+    "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE]\n"
+    "                       [--seed S] [--tied|--untied] [--vocab FILE] [--threads N] -o OUT.gguf\n"
     "\n"
     "codecs: one tensor per codec, random rows quantized by ggml's own quantizer,\n"
-    "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n";
+    "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n"
+    "\n"
+    "qwen3 presets: a model llama.cpp loads and runs, with the Qwen vocabulary and\n"
+    "deterministic random weights (norms F32; embedding, output head and every\n"
+    "matrix in TYPE, quantized by ggml's own quantizer). Defaults: --weights F32\n"
+    "--seed 1, --threads 0 (one per CPU; the output does not depend on it).\n"
+    "  tiny        2 layers, hidden 256, 4/2 heads of 64, FFN 512, vocabulary cut to\n"
+    "              1280 tokens (bytes + first 1021 merges + specials), separate head\n"
+    "  small       4 layers, hidden 512, 8/4 heads of 64, FFN 1536, full vocabulary,\n"
+    "              separate head\n"
+    "  bench-0.6b  Qwen3-0.6B's shape: 28 layers, hidden 1024, 16/8 heads of 128,\n"
+    "              FFN 3072, full vocabulary, head tied to the embedding\n"
+    "--tied / --untied override the preset's choice of output head. TYPE is any\n"
+    "codec with a decoder in 'vt codec list' (F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS...)\n"
+    "except Q8_K, an activation-only type llama.cpp cannot multiply.\n";
+
+/* One line naming the option and what it expects; exit status 2. */
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    if (val)
+        fprintf(stderr, "vt fixture make: %s '%s': expected %s\n", opt, val, expected);
+    else
+        fprintf(stderr, "vt fixture make: %s: expected %s\n", opt, expected);
+    return 2;
+}
 
 int vt_cmd_fixture(int argc, char **argv)
 {
@@ -23,48 +50,106 @@ int vt_cmd_fixture(int argc, char **argv)
         fputs(usage_text, stderr);
         return 2;
     }
-    const char *preset = NULL, *out = NULL;
-    int64_t rows = 8, cols = 512;
+    const char *preset = NULL, *out = NULL, *arch = NULL, *weights = NULL, *vocab = NULL;
+    int64_t rows = 8, cols = 512, threads = 0;
+    int tied = -1; /* -1: the preset's choice */
+    int rows_set = 0, cols_set = 0, threads_set = 0;
     uint64_t seed = 1;
     for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
         }
-        if (!v) {
-            fprintf(stderr, "vt fixture make: %s: expected an option with a value\n", a);
-            return 2;
+        if (strcmp(a, "--tied") == 0 || strcmp(a, "--untied") == 0) {
+            int want = strcmp(a, "--tied") == 0;
+            if (tied >= 0 && tied != want)
+                return bad(a, NULL, "only one of --tied and --untied");
+            tied = want;
+            continue;
         }
-        i++;
+        static const char *const valued[] = { "--preset", "-o", "--out", "--rows", "--cols", "--seed",
+                                              "--arch", "--weights", "--vocab", "--threads" };
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= strcmp(a, valued[k]) == 0;
+        if (!known)
+            return bad(a, NULL, "one of --preset, --arch, --weights, --seed, --tied, --untied, --vocab, "
+                       "--threads, --rows, --cols, -o");
+        if (i + 1 >= argc)
+            return bad(a, NULL, "a value");
+        const char *v = argv[++i];
         if (strcmp(a, "--preset") == 0)
             preset = v;
         else if (strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0)
             out = v;
-        else if (strcmp(a, "--rows") == 0 && vt_parse_i64(v, 1, 65536, &rows))
-            ;
-        else if (strcmp(a, "--cols") == 0 && vt_parse_i64(v, 256, 65536, &cols) && cols % 256 == 0)
-            ;
-        else if (strcmp(a, "--seed") == 0 && vt_parse_u64(v, &seed))
-            ;
-        else {
-            fprintf(stderr, "vt fixture make: %s '%s': expected --preset, -o, --rows 1..65536, "
-                            "--cols (multiple of 256), --seed N\n", a, v);
-            return 2;
-        }
+        else if (strcmp(a, "--arch") == 0)
+            arch = v;
+        else if (strcmp(a, "--weights") == 0)
+            weights = v;
+        else if (strcmp(a, "--vocab") == 0)
+            vocab = v;
+        else if (strcmp(a, "--rows") == 0) {
+            if (!vt_parse_i64(v, 1, 65536, &rows))
+                return bad(a, v, "an integer 1..65536");
+            rows_set = 1;
+        } else if (strcmp(a, "--cols") == 0) {
+            if (!vt_parse_i64(v, 256, 65536, &cols) || cols % 256)
+                return bad(a, v, "a multiple of 256 in 256..65536");
+            cols_set = 1;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!vt_parse_i64(v, 0, 64, &threads))
+                return bad(a, v, "an integer 0..64 (0: one per CPU)");
+            threads_set = 1;
+        } else if (!vt_parse_u64(v, &seed)) /* --seed */
+            return bad(a, v, "an unsigned 64-bit integer");
     }
-    if (!preset || strcmp(preset, "codecs") != 0) {
-        fprintf(stderr, "vt fixture make: --preset: '%s': expected codecs\n", preset ? preset : "");
-        return 2;
-    }
-    if (!out) {
-        fprintf(stderr, "vt fixture make: -o: expected an output path\n");
-        return 2;
-    }
+    if (!preset)
+        return bad("--preset", NULL, "codecs, tiny, small or bench-0.6b");
+    if (!out)
+        return bad("-o", NULL, "an output path");
+
     vt_error err;
     vt_error_clear(&err);
+    if (strcmp(preset, "codecs") == 0) {
+        if (arch)
+            return bad("--arch", arch, "no --arch with --preset codecs");
+        if (weights || vocab || tied >= 0 || threads_set)
+            return bad(weights ? "--weights" : vocab ? "--vocab" : tied >= 0 ? (tied ? "--tied" : "--untied")
+                                                                              : "--threads",
+                       NULL, "a qwen3 preset (tiny, small, bench-0.6b), not codecs");
+        vt_ggml *g = vt_ggml_open(NULL, &err);
+        if (!g || vt_fixture_make_codecs(g, rows, cols, seed, out, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            vt_ggml_free(g);
+            return err.code ? err.code : 2;
+        }
+        vt_ggml_free(g);
+        printf("%s\n", out);
+        return 0;
+    }
+
+    if (arch && strcmp(arch, "qwen3") != 0)
+        return bad("--arch", arch, "qwen3");
+    vt_qwen3_fixture_opts o;
+    memset(&o, 0, sizeof o);
+    if (!vt_qwen3_preset(preset, &o.shape))
+        return bad("--preset", preset, "codecs, tiny, small or bench-0.6b");
+    if (rows_set || cols_set)
+        return bad(rows_set ? "--rows" : "--cols", NULL, "--preset codecs (the qwen3 presets fix their shapes)");
+    const vt_codec *c = vt_codec_by_name(weights ? weights : "F32");
+    if (!c || !c->decode_f32 || c->type == VT_TYPE_Q8_K)
+        return bad("--weights", weights, "a weight codec with a decoder from 'vt codec list' (F32, F16, BF16, "
+                   "Q8_0, Q4_K, Q6_K, IQ4_XS, IQ2_XXS...)");
+    if (tied >= 0)
+        o.shape.tied = tied;
+    o.weights_type = (int)c->type;
+    o.seed = seed;
+    o.vocab_path = vocab;
+    o.n_threads = (int)threads;
+
     vt_ggml *g = vt_ggml_open(NULL, &err);
-    if (!g || vt_fixture_make_codecs(g, rows, cols, seed, out, &err)) {
+    if (!g || vt_fixture_make_qwen3(g, &o, out, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         vt_ggml_free(g);
         return err.code ? err.code : 2;

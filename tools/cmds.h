@@ -6,5 +6,7 @@
 int vt_cmd_gguf(int argc, char **argv);
 int vt_cmd_codec(int argc, char **argv);
 int vt_cmd_fixture(int argc, char **argv);
+int vt_cmd_run(int argc, char **argv);
+int vt_cmd_agree(int argc, char **argv);
 
 #endif

@@ -16,6 +16,8 @@ static const vt_subcommand subcommands[] = {
     { "gguf", NULL, vt_cmd_gguf, "inspect and rewrite GGUF files" },
     { "codec", NULL, vt_cmd_codec, "check every codec bit for bit against ggml" },
     { "fixture", NULL, vt_cmd_fixture, "generate GGUF fixtures" },
+    { "run", NULL, vt_cmd_run, "run one runner (engine or llamacpp) on a prompt" },
+    { "agree", NULL, vt_cmd_agree, "the engine against llama.cpp on one model, near-tie rule" },
 };
 enum { N_SUBCOMMANDS = (int)(sizeof subcommands / sizeof subcommands[0]) };
 
@@ -53,6 +55,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture\n", argv[1]);
+    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree\n", argv[1]);
     return 2;
 }

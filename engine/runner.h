@@ -1,0 +1,109 @@
+/* Runners: one interface over every engine that produces next-token logits
+ * (ours, llama.cpp, later an HTTP endpoint). A runner is one table of
+ * functions; generation, teacher-forced scoring and sampling are written once
+ * on top of it (runner.c), so capture and compare never branch on which
+ * runner ran, and both runners' tokens come from the same sampler. */
+#ifndef VT_RUNNER_H
+#define VT_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+
+typedef enum vt_exec_mode {
+    VT_MODE_PRODUCTION = 0, /* batched prefill, threads */
+    VT_MODE_EAGER = 1       /* one token at a time, one thread: the diagnostic path */
+} vt_exec_mode;
+
+typedef enum vt_cache_dtype {
+    VT_CACHE_AUTO = 0, /* the compute dtype (F32 on the CPU) */
+    VT_CACHE_F32 = 1,
+    VT_CACHE_BF16 = 2,
+    VT_CACHE_FP8_E4M3 = 3 /* saturating, round-to-nearest-even */
+} vt_cache_dtype;
+
+/* How a quantized weight meets an activation in a matrix product. */
+typedef enum vt_matmul_mode {
+    VT_MATMUL_EXACT = 0, /* dequantized weight x F32 activation, F32 products */
+    VT_MATMUL_Q8 = 1     /* activation first rounded through the codec's dot type
+                            (Q8_0 or Q8_K), as llama.cpp's CPU backend does */
+} vt_matmul_mode;
+
+typedef struct vt_sampling {
+    double temperature; /* 0: greedy (argmax, lowest id on ties) */
+    int32_t top_k;      /* 0: off */
+    double top_p;       /* 1: off */
+    double min_p;       /* 0: off */
+} vt_sampling;
+
+typedef struct vt_runner_settings {
+    const char *model_path;
+    vt_exec_mode mode;
+    vt_cache_dtype cache_dtype;
+    vt_matmul_mode matmul;     /* engine runner only */
+    int32_t n_threads;         /* production mode; eager always uses 1 */
+    int32_t n_ctx;             /* sequence capacity (prompt + generated) */
+    int32_t n_batch;           /* prefill batch size (production) */
+    uint64_t seed;
+    vt_sampling sampling;
+} vt_runner_settings;
+
+/* Defaults: production, cache auto, matmul q8, threads = cores, n_ctx 512,
+ * n_batch 512, seed 0, greedy. */
+void vt_runner_settings_default(vt_runner_settings *s);
+
+/* What ran. Strings are owned by the runner and live until close. */
+typedef struct vt_runner_identity {
+    const char *runner;       /* "engine" / "llamacpp" */
+    const char *version;      /* vt version, or the oracle package version */
+    const char *backend;      /* "cpu" ... */
+    const char *library;      /* path of the loaded library, or "" */
+    const char *detail;       /* e.g. the CPU variant llama.cpp loaded */
+} vt_runner_identity;
+
+/* One runner = one table. The state is the runner's own. */
+typedef struct vt_runner_ops {
+    const char *name;
+    /* Load the model for settings; *state on success. */
+    int (*open)(const vt_runner_settings *s, void **state, vt_error *err);
+    /* Forget the sequence (empty the KV cache and any recurrent state). */
+    int (*reset)(void *state, vt_error *err);
+    /* Append n tokens to the sequence; write each position's next-token
+     * logits (n x n_vocab floats) to logits, or only the last position's
+     * (n_vocab floats) if all_logits is 0. */
+    int (*eval)(void *state, const int32_t *tokens, int32_t n, int all_logits, float *logits,
+                vt_error *err);
+    int32_t (*n_vocab)(void *state);
+    void (*identity)(void *state, vt_runner_identity *out);
+    void (*close)(void *state);
+} vt_runner_ops;
+
+/* The registry: "engine", "llamacpp". NULL if unknown. */
+const vt_runner_ops *vt_runner_find(const char *name);
+
+typedef struct vt_runner vt_runner; /* opaque: ops + state + scratch */
+
+vt_runner *vt_runner_open(const vt_runner_ops *ops, const vt_runner_settings *s, vt_error *err);
+void vt_runner_close(vt_runner *r);
+int32_t vt_runner_n_vocab(const vt_runner *r);
+void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out);
+const vt_runner_settings *vt_runner_settings_of(const vt_runner *r);
+
+/* Generate n tokens after prompt (the sequence is reset first). out_tokens[i]
+ * is the i-th generated token and out_logits (n x n_vocab, may be NULL) the
+ * logits it was chosen from. Sampling is seeded by settings.seed alone. */
+int vt_runner_generate(vt_runner *r, const int32_t *prompt, int32_t n_prompt, int32_t n,
+                       int32_t *out_tokens, float *out_logits, vt_error *err);
+
+/* Teacher-forced scoring: logits predicting each of cont[0..n_cont) after
+ * prompt (n_cont x n_vocab), in one pass over prompt + cont. */
+int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
+                    int32_t n_cont, float *out_logits, vt_error *err);
+
+/* log-softmax of one row with double accumulation: out[i] = x[i] - logsumexp(x). */
+void vt_log_softmax(const float *x, int32_t n, double *out);
+/* argmax, lowest id on ties. */
+int32_t vt_argmax(const float *x, int32_t n);
+
+#endif

@@ -1,0 +1,17 @@
+/* The runner registry: a new reference engine is one more row. */
+#include "runner.h"
+
+#include <string.h>
+
+extern const vt_runner_ops vt_runner_engine;   /* engine/runner_engine.c */
+extern const vt_runner_ops vt_runner_llamacpp; /* oracle/llamacpp_runner.c */
+
+static const vt_runner_ops *const runners[] = { &vt_runner_engine, &vt_runner_llamacpp };
+
+const vt_runner_ops *vt_runner_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
+        if (strcmp(runners[i]->name, name) == 0)
+            return runners[i];
+    return NULL;
+}

@@ -1,0 +1,179 @@
+/* The engine against llama.cpp on tiny qwen3 fixtures: a small version of
+ * `vt agree` (greedy generations, divergences scored under the near-tie rule
+ * by llama.cpp teacher-forced on the engine's tokens). */
+#include <criterion/criterion.h>
+
+#include "compare/agree.h"
+#include "engine/gguf.h"
+#include "engine/runner.h"
+#include "engine/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { N_PROMPTS = 8, N_GEN = 16 };
+
+static char tmpdir[64];
+
+static void make_dir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt-agree-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void make_fixture(const char *type, int seed, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/tiny-%s-%d.gguf", tmpdir, type, seed);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' fixture make --arch qwen3 --preset tiny --weights %s --seed %d -o '%s' >/dev/null",
+             VT_BIN, type, seed, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+typedef struct prompts {
+    int32_t *ids[N_PROMPTS];
+    int32_t lens[N_PROMPTS];
+    int32_t longest;
+} prompts;
+
+static void tokenize_prompts(const char *model, prompts *p)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gguf *g = vt_gguf_open(model, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    vt_tokenizer *t = vt_tokenizer_open(g, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    vt_gguf_free(g);
+    p->longest = 0;
+    for (int i = 0; i < N_PROMPTS; i++) {
+        const char *text = vt_agree_default_prompts[i];
+        size_t len = strlen(text), n = 0;
+        p->ids[i] = malloc((len + 8) * sizeof(int32_t));
+        cr_assert_eq(vt_tokenize(t, text, len, 1, 1, p->ids[i], len + 8, &n, &err), VT_OK, "%s", err.msg);
+        p->lens[i] = (int32_t)n;
+        if (p->lens[i] > p->longest)
+            p->longest = p->lens[i];
+    }
+    vt_tokenizer_free(t);
+}
+
+static void free_prompts(prompts *p)
+{
+    for (int i = 0; i < N_PROMPTS; i++)
+        free(p->ids[i]);
+}
+
+static vt_runner *open_runner(const char *name, const char *model, int32_t n_ctx)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = model;
+    s.n_ctx = n_ctx;
+    s.n_batch = n_ctx;
+    /* One thread: suites run side by side on CI's 2 cores, and spinning
+     * thread pools of two runners would only fight (thread-count
+     * determinism is the engine suite's and the CLI test's concern). */
+    s.n_threads = 1;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r = vt_runner_open(vt_runner_find(name), &s, &err);
+    cr_assert_not_null(r, "%s: %s", name, err.msg);
+    return r;
+}
+
+static vt_agree_summary agree(const char *local_model, const char *oracle_model)
+{
+    prompts p;
+    tokenize_prompts(local_model, &p);
+    vt_runner *local = open_runner("engine", local_model, p.longest + N_GEN);
+    vt_runner *oracle = open_runner("llamacpp", oracle_model, p.longest + N_GEN);
+    vt_agree_summary sum;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_agree_run(local, oracle, (const int32_t *const *)p.ids, p.lens, N_PROMPTS, N_GEN, 500.0,
+                              NULL, &sum, &err),
+                 VT_OK, "%s", err.msg);
+    vt_runner_close(local);
+    vt_runner_close(oracle);
+    free_prompts(&p);
+    return sum;
+}
+
+TestSuite(agree, .init = make_dir, .fini = remove_dir, .timeout = 600);
+
+Test(agree, f32_is_strict_and_log_probs_agree_within_1e_3)
+{
+    char path[256];
+    make_fixture("F32", 1, path, sizeof path);
+    vt_agree_summary s = agree(path, path);
+    cr_assert_eq(s.n_prompts, N_PROMPTS);
+    cr_assert_eq(s.strict, N_PROMPTS, "strict %d, near-tie %d, failed %d", s.strict, s.near_tie, s.failed);
+    cr_assert_lt(s.max_abs_dlogprob_all, 1e-3, "max |dlogprob| %g nats", s.max_abs_dlogprob_all);
+}
+
+Test(agree, quantized_codecs_have_no_failed_prompt)
+{
+    static const char *const types[] = { "Q8_0", "Q4_K", "IQ4_XS", "BF16" };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char path[256];
+        make_fixture(types[i], 1, path, sizeof path);
+        vt_agree_summary s = agree(path, path);
+        cr_log_info("%s: strict %d, near-tie %d, failed %d, max gap %.1f milli-nats, max |dlogprob| %.3g",
+                    types[i], s.strict, s.near_tie, s.failed, s.max_gap_mnats, s.max_abs_dlogprob_token);
+        cr_expect_eq(s.failed, 0, "%s: %d failed prompts, max gap %.1f milli-nats", types[i], s.failed,
+                     s.max_gap_mnats);
+        cr_expect_eq(s.strict + s.near_tie, N_PROMPTS);
+    }
+}
+
+/* The check can fail: the oracle running another model (another seed) must
+ * make prompts fail, with gaps far above the threshold. */
+Test(agree, a_different_model_fails)
+{
+    char local[256], other[256];
+    make_fixture("F32", 1, local, sizeof local);
+    make_fixture("F32", 2, other, sizeof other);
+    vt_agree_summary s = agree(local, other);
+    cr_assert_gt(s.failed, N_PROMPTS / 2, "failed %d of %d", s.failed, N_PROMPTS);
+    cr_assert_gt(s.max_gap_mnats, 500.0);
+}
+
+static int run_status(const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>&1", VT_BIN, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* vt agree exits 0 when no prompt failed, and vt run --repeats checks
+ * bit-identical repeats in both modes and with 1 and 2 threads. */
+Test(agree, cli_exit_codes_and_repeats)
+{
+    char path[256], args[600];
+    make_fixture("Q4_0", 1, path, sizeof path);
+    snprintf(args, sizeof args, "agree --model '%s' --prompts 4 --max-tokens 8", path);
+    cr_assert_eq(run_status(args), 0);
+    snprintf(args, sizeof args, "agree --model '%s' --cache-dtype fp8_e4m3", path);
+    cr_assert_eq(run_status(args), 2);
+    const char *modes[] = { "production", "eager" };
+    for (int m = 0; m < 2; m++)
+        for (int t = 1; t <= 2; t++) {
+            snprintf(args, sizeof args,
+                     "run --runner engine --model '%s' --prompt 'Once upon a time' --max-tokens 16 "
+                     "--mode %s --threads %d --repeats 10",
+                     path, modes[m], t);
+            cr_assert_eq(run_status(args), 0, "%s", args);
+        }
+}

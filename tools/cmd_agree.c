@@ -1,0 +1,171 @@
+/* vt agree: the engine against llama.cpp on one model: greedy generations of
+ * the built-in prompts, divergences scored under the near-tie rule. */
+#include "cmds.h"
+
+#include "../common/vt_parse.h"
+#include "../compare/agree.h"
+#include "../engine/gguf.h"
+#include "../engine/runner.h"
+#include "../engine/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: vt agree --model X.gguf [--local engine] [--oracle llamacpp] [--prompts N]\n"
+    "                [--max-tokens N] [--threshold-mnats T] [--threads N]\n"
+    "                [--mode production|eager] [--cache-dtype auto|f32|bf16] [--matmul exact|q8]\n"
+    "\n"
+    "Greedy generation of N (default 16) built-in prompts by both runners (default 32\n"
+    "tokens); each divergence is scored by the oracle teacher-forced on the local tokens\n"
+    "(gap = logp(oracle argmax) - logp(local token)). A prompt is strict (same tokens),\n"
+    "near-tie (every gap <= T milli-nats, default 500) or failed. Also prints the largest\n"
+    "|difference| of teacher-forced log-probs between the runners. Exit 1 if any prompt failed.\n";
+
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "vt agree: %s '%s': expected %s\n", opt, val ? val : "", expected);
+    return 2;
+}
+
+static const char *class_name(vt_prompt_class c)
+{
+    return c == VT_PROMPT_STRICT ? "strict" : c == VT_PROMPT_NEAR_TIE ? "near-tie" : "FAILED";
+}
+
+int vt_cmd_agree(int argc, char **argv)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    const char *local_name = "engine", *oracle_name = "llamacpp";
+    int64_t n_prompts = 16, n_gen = 32;
+    double threshold = 500.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return bad(a, "", "a value after the option");
+        int64_t n;
+        char *end;
+        if (strcmp(a, "--model") == 0)
+            s.model_path = v;
+        else if (strcmp(a, "--local") == 0)
+            local_name = v;
+        else if (strcmp(a, "--oracle") == 0)
+            oracle_name = v;
+        else if (strcmp(a, "--prompts") == 0) {
+            if (!vt_parse_i64(v, 1, 16, &n_prompts))
+                return bad(a, v, "an integer in 1..16");
+        } else if (strcmp(a, "--max-tokens") == 0) {
+            if (!vt_parse_i64(v, 1, 4096, &n_gen))
+                return bad(a, v, "an integer in 1..4096");
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!vt_parse_i64(v, 1, 256, &n))
+                return bad(a, v, "an integer in 1..256");
+            s.n_threads = (int32_t)n;
+        } else if (strcmp(a, "--threshold-mnats") == 0) {
+            threshold = strtod(v, &end);
+            if (!*v || *end || !(threshold >= 0))
+                return bad(a, v, "a non-negative number");
+        } else if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "production") == 0)
+                s.mode = VT_MODE_PRODUCTION;
+            else if (strcmp(v, "eager") == 0)
+                s.mode = VT_MODE_EAGER;
+            else
+                return bad(a, v, "production or eager");
+        } else if (strcmp(a, "--cache-dtype") == 0) {
+            if (strcmp(v, "auto") == 0)
+                s.cache_dtype = VT_CACHE_AUTO;
+            else if (strcmp(v, "f32") == 0)
+                s.cache_dtype = VT_CACHE_F32;
+            else if (strcmp(v, "bf16") == 0)
+                s.cache_dtype = VT_CACHE_BF16;
+            else
+                return bad(a, v, "auto, f32 or bf16 (the oracle has no FP8 cache)");
+        } else if (strcmp(a, "--matmul") == 0) {
+            if (strcmp(v, "exact") == 0)
+                s.matmul = VT_MATMUL_EXACT;
+            else if (strcmp(v, "q8") == 0)
+                s.matmul = VT_MATMUL_Q8;
+            else
+                return bad(a, v, "exact or q8");
+        } else
+            return bad("option", a, "one of the options in 'vt agree --help'");
+    }
+    if (!s.model_path)
+        return bad("--model", "", "a GGUF file");
+    const vt_runner_ops *lo = vt_runner_find(local_name), *oo = vt_runner_find(oracle_name);
+    if (!lo)
+        return bad("--local", local_name, "engine or llamacpp");
+    if (!oo)
+        return bad("--oracle", oracle_name, "engine or llamacpp");
+
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gguf *g = vt_gguf_open(s.model_path, &err);
+    if (!g) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    vt_tokenizer *tok = vt_tokenizer_open(g, &err);
+    vt_gguf_free(g);
+    if (!tok) {
+        fprintf(stderr, "%s: %s\n", s.model_path, err.msg);
+        return 2;
+    }
+    int32_t *ids[16] = { 0 }, lens[16] = { 0 }, longest = 0;
+    int rc = VT_OK;
+    for (int p = 0; p < n_prompts && rc == VT_OK; p++) {
+        const char *text = vt_agree_default_prompts[p];
+        size_t len = strlen(text), need = 0;
+        ids[p] = malloc((len + 8) * sizeof(int32_t));
+        if (!ids[p])
+            rc = vt_error_set(&err, VT_EINPUT, "vt agree: out of memory");
+        else
+            rc = vt_tokenize(tok, text, len, 1, 1, ids[p], len + 8, &need, &err);
+        lens[p] = (int32_t)need;
+        if (lens[p] > longest)
+            longest = lens[p];
+    }
+    vt_runner *local = NULL, *oracle = NULL;
+    s.n_ctx = longest + (int32_t)n_gen;
+    if (s.n_batch > s.n_ctx)
+        s.n_batch = s.n_ctx;
+    if (rc == VT_OK && !(local = vt_runner_open(lo, &s, &err)))
+        rc = err.code;
+    if (rc == VT_OK && !(oracle = vt_runner_open(oo, &s, &err)))
+        rc = err.code;
+    vt_agree_prompt per[16];
+    vt_agree_summary sum;
+    if (rc == VT_OK)
+        rc = vt_agree_run(local, oracle, (const int32_t *const *)ids, lens, (int32_t)n_prompts,
+                          (int32_t)n_gen, threshold, per, &sum, &err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err.msg);
+    } else {
+        printf("%-3s %-9s %10s %8s %8s %12s %14s %14s\n", "#", "class", "first-div", "local", "oracle",
+               "max-gap-mn", "max|dlp|tok", "max|dlp|all");
+        for (int p = 0; p < n_prompts; p++) {
+            printf("%-3d %-9s %10d %8d %8d %12.3f %14.3g %14.3g\n", p, class_name(per[p].cls),
+                   per[p].first_divergence, per[p].local_token, per[p].oracle_token, per[p].max_gap_mnats,
+                   per[p].max_abs_dlogprob_token, per[p].max_abs_dlogprob_all);
+        }
+        printf("summary: %d prompts x %d tokens: strict %d, near-tie %d, failed %d; max gap %.3f milli-nats; "
+               "max |dlogprob| %.3g (local tokens), %.3g (whole vocabulary)\n",
+               sum.n_prompts, (int)n_gen, sum.strict, sum.near_tie, sum.failed, sum.max_gap_mnats,
+               sum.max_abs_dlogprob_token, sum.max_abs_dlogprob_all);
+        rc = sum.failed ? 1 : 0;
+    }
+    vt_runner_close(local);
+    vt_runner_close(oracle);
+    for (int p = 0; p < 16; p++)
+        free(ids[p]);
+    vt_tokenizer_free(tok);
+    return rc;
+}

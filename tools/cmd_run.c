@@ -1,0 +1,389 @@
+/* vt run: one runner (engine or llamacpp) on one prompt: generate, or score a
+ * given continuation; per position the token, its text and the top log-probs. */
+#include "cmds.h"
+
+#include "../common/vt_parse.h"
+#include "../engine/gguf.h"
+#include "../engine/runner.h"
+#include "../engine/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: vt run --runner engine|llamacpp --model X.gguf (--prompt TEXT | --prompt-tokens IDS)\n"
+    "              [--max-tokens N] [--score IDS] [--cache-dtype auto|f32|bf16|fp8_e4m3]\n"
+    "              [--mode production|eager] [--matmul exact|q8] [--threads N] [--n-ctx N]\n"
+    "              [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "              [--show-top N] [--repeats N] [--json]\n"
+    "\n"
+    "Generates --max-tokens tokens (default 16; greedy unless --temperature > 0), or with\n"
+    "--score teacher-forces the given token ids after the prompt. IDS: comma-separated ids.\n"
+    "Prints each position's token, its text and the --show-top (default 5) log-probs.\n"
+    "--repeats N runs it N times and checks tokens and logits are bit-identical (exit 1 if not).\n";
+
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "vt run: %s '%s': expected %s\n", opt, val ? val : "", expected);
+    return 2;
+}
+
+/* "1,2,3" -> ids (malloc'd). */
+static int parse_ids(const char *s, int32_t **out, int32_t *n)
+{
+    *n = 0;
+    *out = NULL;
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    int32_t *ids = malloc(cap * sizeof *ids);
+    char *copy = strdup(s);
+    if (!ids || !copy) {
+        free(ids);
+        free(copy);
+        return 0;
+    }
+    int ok = 1;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int64_t v;
+        if (!vt_parse_i64(t, 0, INT32_MAX, &v)) {
+            ok = 0;
+            break;
+        }
+        ids[(*n)++] = (int32_t)v;
+    }
+    free(copy);
+    if (!ok || *n == 0) {
+        free(ids);
+        return 0;
+    }
+    *out = ids;
+    return 1;
+}
+
+static char *token_text(vt_tokenizer *tok, int32_t id)
+{
+    size_t n = 0;
+    const char *p = tok ? vt_tokenizer_token_piece(tok, id, &n) : NULL;
+    char *s = malloc(n + 1);
+    if (s) {
+        if (p)
+            memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+typedef struct top_entry { int32_t id; double logprob; } top_entry;
+
+static void top_n(const double *lp, int32_t nv, int n, top_entry *out)
+{
+    for (int k = 0; k < n; k++)
+        out[k] = (top_entry){ -1, -INFINITY };
+    for (int32_t i = 0; i < nv; i++) {
+        if (lp[i] <= out[n - 1].logprob)
+            continue;
+        int k = n - 1;
+        while (k > 0 && lp[i] > out[k - 1].logprob) {
+            out[k] = out[k - 1];
+            k--;
+        }
+        out[k] = (top_entry){ i, lp[i] };
+    }
+}
+
+int vt_cmd_run(int argc, char **argv)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.n_ctx = 0; /* derived below unless given */
+    const char *runner_name = NULL, *prompt_text = NULL, *prompt_ids = NULL, *score_ids = NULL;
+    int64_t max_tokens = 16, show_top = 5, repeats = 1;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return bad(a, "", "a value after the option");
+        int64_t n;
+        double d;
+        char *end;
+        if (strcmp(a, "--runner") == 0)
+            runner_name = v;
+        else if (strcmp(a, "--model") == 0)
+            s.model_path = v;
+        else if (strcmp(a, "--prompt") == 0)
+            prompt_text = v;
+        else if (strcmp(a, "--prompt-tokens") == 0)
+            prompt_ids = v;
+        else if (strcmp(a, "--score") == 0)
+            score_ids = v;
+        else if (strcmp(a, "--max-tokens") == 0) {
+            if (!vt_parse_i64(v, 0, 1 << 20, &max_tokens))
+                return bad(a, v, "an integer in 0..1048576");
+        } else if (strcmp(a, "--repeats") == 0) {
+            if (!vt_parse_i64(v, 1, 1000, &repeats))
+                return bad(a, v, "an integer in 1..1000");
+        } else if (strcmp(a, "--show-top") == 0) {
+            if (!vt_parse_i64(v, 1, 100, &show_top))
+                return bad(a, v, "an integer in 1..100");
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!vt_parse_i64(v, 1, 256, &n))
+                return bad(a, v, "an integer in 1..256");
+            s.n_threads = (int32_t)n;
+        } else if (strcmp(a, "--n-ctx") == 0) {
+            if (!vt_parse_i64(v, 1, 1 << 20, &n))
+                return bad(a, v, "an integer in 1..1048576");
+            s.n_ctx = (int32_t)n;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!vt_parse_u64(v, &s.seed))
+                return bad(a, v, "an unsigned integer");
+        } else if (strcmp(a, "--top-k") == 0) {
+            if (!vt_parse_i64(v, 0, INT32_MAX, &n))
+                return bad(a, v, "a non-negative integer");
+            s.sampling.top_k = (int32_t)n;
+        } else if (strcmp(a, "--temperature") == 0 || strcmp(a, "--top-p") == 0 || strcmp(a, "--min-p") == 0) {
+            d = strtod(v, &end);
+            if (*v == '\0' || *end || !(d >= 0.0) || d > 100.0 ||
+                (strcmp(a, "--temperature") != 0 && d > 1.0))
+                return bad(a, v, strcmp(a, "--temperature") == 0 ? "a number in 0..100" : "a number in 0..1");
+            if (strcmp(a, "--temperature") == 0)
+                s.sampling.temperature = d;
+            else if (strcmp(a, "--top-p") == 0)
+                s.sampling.top_p = d;
+            else
+                s.sampling.min_p = d;
+        } else if (strcmp(a, "--cache-dtype") == 0) {
+            if (strcmp(v, "auto") == 0)
+                s.cache_dtype = VT_CACHE_AUTO;
+            else if (strcmp(v, "f32") == 0)
+                s.cache_dtype = VT_CACHE_F32;
+            else if (strcmp(v, "bf16") == 0)
+                s.cache_dtype = VT_CACHE_BF16;
+            else if (strcmp(v, "fp8_e4m3") == 0)
+                s.cache_dtype = VT_CACHE_FP8_E4M3;
+            else
+                return bad(a, v, "auto, f32, bf16 or fp8_e4m3");
+        } else if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "production") == 0)
+                s.mode = VT_MODE_PRODUCTION;
+            else if (strcmp(v, "eager") == 0)
+                s.mode = VT_MODE_EAGER;
+            else
+                return bad(a, v, "production or eager");
+        } else if (strcmp(a, "--matmul") == 0) {
+            if (strcmp(v, "exact") == 0)
+                s.matmul = VT_MATMUL_EXACT;
+            else if (strcmp(v, "q8") == 0)
+                s.matmul = VT_MATMUL_Q8;
+            else
+                return bad(a, v, "exact or q8");
+        } else
+            return bad("option", a, "one of the options in 'vt run --help'");
+    }
+    if (!runner_name)
+        return bad("--runner", "", "engine or llamacpp");
+    const vt_runner_ops *ops = vt_runner_find(runner_name);
+    if (!ops)
+        return bad("--runner", runner_name, "engine or llamacpp");
+    if (!s.model_path)
+        return bad("--model", "", "a GGUF file");
+    if (!prompt_text == !prompt_ids)
+        return bad("--prompt/--prompt-tokens", "", "exactly one of the two");
+
+    vt_error err;
+    vt_error_clear(&err);
+    /* vt's tokenizer reads the same GGUF: text in, and token texts out. */
+    vt_gguf *g = vt_gguf_open(s.model_path, &err);
+    if (!g) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    vt_tokenizer *tok = vt_tokenizer_open(g, &err);
+    vt_gguf_free(g);
+    if (!tok) {
+        fprintf(stderr, "%s: %s\n", s.model_path, err.msg);
+        return 2;
+    }
+    int32_t *prompt = NULL, *cont = NULL, n_prompt = 0, n_cont = 0;
+    int rc = 2;
+    if (prompt_ids) {
+        if (!parse_ids(prompt_ids, &prompt, &n_prompt)) {
+            rc = bad("--prompt-tokens", prompt_ids, "comma-separated token ids");
+            goto out;
+        }
+    } else {
+        size_t len = strlen(prompt_text), need = 0;
+        prompt = malloc((len + 8) * sizeof *prompt);
+        if (!prompt || vt_tokenize(tok, prompt_text, len, 1, 1, prompt, len + 8, &need, &err)) {
+            fprintf(stderr, "vt run: --prompt: %s\n", prompt ? err.msg : "out of memory");
+            goto out;
+        }
+        n_prompt = (int32_t)need;
+        if (n_prompt == 0) {
+            rc = bad("--prompt", prompt_text, "text that makes at least one token");
+            goto out;
+        }
+    }
+    if (score_ids && !parse_ids(score_ids, &cont, &n_cont)) {
+        rc = bad("--score", score_ids, "comma-separated token ids");
+        goto out;
+    }
+    int32_t n_out = score_ids ? n_cont : (int32_t)max_tokens;
+    if (s.n_ctx == 0)
+        s.n_ctx = n_prompt + n_out;
+    if (s.n_batch > s.n_ctx)
+        s.n_batch = s.n_ctx;
+
+    vt_runner *r = vt_runner_open(ops, &s, &err);
+    if (!r) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto out;
+    }
+    int32_t nv = vt_runner_n_vocab(r);
+    float *logits = malloc((size_t)(n_out ? n_out : 1) * (size_t)nv * sizeof *logits);
+    double *lp = malloc((size_t)nv * sizeof *lp);
+    int32_t *gen = score_ids ? cont : malloc((size_t)(n_out ? n_out : 1) * sizeof *gen);
+    if (!logits || !lp || !gen) {
+        fprintf(stderr, "vt run: out of memory\n");
+        rc = 2;
+    } else {
+        rc = score_ids ? vt_runner_score(r, prompt, n_prompt, cont, n_cont, logits, &err)
+                       : vt_runner_generate(r, prompt, n_prompt, n_out, gen, logits, &err);
+        if (rc)
+            fprintf(stderr, "%s\n", err.msg);
+    }
+    /* Determinism: every repeat must reproduce the first bit for bit. */
+    int repeats_differ = 0;
+    if (rc == VT_OK && repeats > 1) {
+        size_t n_logits = (size_t)n_out * (size_t)nv;
+        float *again = malloc((n_logits ? n_logits : 1) * sizeof *again);
+        int32_t *again_tok = malloc((size_t)(n_out ? n_out : 1) * sizeof *again_tok);
+        if (!again || !again_tok) {
+            fprintf(stderr, "vt run: out of memory\n");
+            rc = 2;
+        }
+        for (int64_t k = 1; rc == VT_OK && k < repeats; k++) {
+            if (score_ids) {
+                memcpy(again_tok, cont, (size_t)n_out * sizeof *again_tok);
+                rc = vt_runner_score(r, prompt, n_prompt, cont, n_cont, again, &err);
+            } else {
+                rc = vt_runner_generate(r, prompt, n_prompt, n_out, again_tok, again, &err);
+            }
+            if (rc) {
+                fprintf(stderr, "%s\n", err.msg);
+                break;
+            }
+            int tok_same = memcmp(again_tok, gen, (size_t)n_out * sizeof *gen) == 0;
+            int log_same = memcmp(again, logits, n_logits * sizeof *again) == 0;
+            if (!tok_same || !log_same) {
+                fprintf(stderr, "vt run: repeat %lld differs from repeat 0 in %s\n", (long long)k,
+                        !tok_same ? "tokens" : "logits");
+                repeats_differ = 1;
+                break;
+            }
+        }
+        free(again);
+        free(again_tok);
+    }
+    if (rc == VT_OK) {
+        vt_runner_identity id;
+        vt_runner_identity_get(r, &id);
+        top_entry *top = malloc((size_t)show_top * sizeof *top);
+        cJSON *root = json ? cJSON_CreateObject() : NULL;
+        cJSON *positions = NULL;
+        if (json) {
+            cJSON_AddStringToObject(root, "runner", id.runner);
+            cJSON_AddStringToObject(root, "version", id.version);
+            cJSON_AddStringToObject(root, "backend", id.backend);
+            cJSON_AddStringToObject(root, "mode", score_ids ? "score" : "generate");
+            cJSON *p = cJSON_AddArrayToObject(root, "prompt_tokens");
+            for (int32_t i = 0; i < n_prompt; i++)
+                cJSON_AddItemToArray(p, cJSON_CreateNumber(prompt[i]));
+            positions = cJSON_AddArrayToObject(root, "positions");
+        } else {
+            printf("runner: %s %s (%s) %s\n", id.runner, id.version, id.backend, id.detail ? id.detail : "");
+            printf("prompt: %d tokens\n", n_prompt);
+            printf("%4s %8s %-16s %10s  top log-probs\n", "pos", "token", "text", "logprob");
+        }
+        char *text_all = NULL;
+        size_t text_len = 0;
+        for (int32_t i = 0; i < n_out && top; i++) {
+            vt_log_softmax(logits + (size_t)i * nv, nv, lp);
+            top_n(lp, nv, (int)show_top, top);
+            char *t = token_text(tok, gen[i]);
+            if (json) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "pos", i);
+                cJSON_AddNumberToObject(e, "token", gen[i]);
+                cJSON_AddStringToObject(e, "text", t ? t : "");
+                cJSON_AddNumberToObject(e, "logprob", lp[gen[i]]);
+                cJSON *arr = cJSON_AddArrayToObject(e, "top");
+                for (int k = 0; k < show_top; k++) {
+                    cJSON *o = cJSON_CreateObject();
+                    cJSON_AddNumberToObject(o, "id", top[k].id);
+                    cJSON_AddNumberToObject(o, "logprob", top[k].logprob);
+                    cJSON_AddItemToArray(arr, o);
+                }
+                cJSON_AddItemToArray(positions, e);
+            } else {
+                printf("%4d %8d %-16.16s %10.5f ", i, gen[i], t ? t : "", lp[gen[i]]);
+                for (int k = 0; k < show_top; k++)
+                    printf(" %d:%.4f", top[k].id, top[k].logprob);
+                printf("\n");
+            }
+            free(t);
+        }
+        size_t need = 0;
+        vt_detokenize(tok, gen, (size_t)n_out, NULL, 0, &need, &err);
+        text_all = malloc(need + 1);
+        if (text_all && vt_detokenize(tok, gen, (size_t)n_out, text_all, need, &text_len, &err) == VT_OK)
+            text_all[text_len] = '\0';
+        else if (text_all)
+            text_all[0] = '\0';
+        if (json) {
+            cJSON_AddStringToObject(root, "text", text_all ? text_all : "");
+            char *out = cJSON_PrintUnformatted(root);
+            if (out)
+                puts(out);
+            free(out);
+            cJSON_Delete(root);
+        } else {
+            printf("text: %s\n", text_all ? text_all : "");
+            /* A digest of every logit's bits, to compare runs across modes and threads. */
+            uint64_t h = 0xcbf29ce484222325ull;
+            const unsigned char *b = (const unsigned char *)logits;
+            for (size_t k = 0; k < (size_t)n_out * (size_t)nv * sizeof *logits; k++)
+                h = (h ^ b[k]) * 0x100000001b3ull;
+            printf("logits fnv1a64: %016llx\n", (unsigned long long)h);
+            if (repeats > 1)
+                printf("repeats: %lld, tokens and logits bit-identical: %s\n", (long long)repeats,
+                       repeats_differ ? "NO" : "yes");
+        }
+        free(text_all);
+        free(top);
+    }
+    if (rc == VT_OK && repeats_differ)
+        rc = VT_ECHECK;
+    free(logits);
+    free(lp);
+    if (!score_ids)
+        free(gen);
+    vt_runner_close(r);
+out:
+    free(prompt);
+    free(cont);
+    vt_tokenizer_free(tok);
+    return rc;
+}
