@@ -917,15 +917,6 @@ static int load_weights(vt_qwen3 *m, vt_error *err)
     return VT_OK;
 }
 
-static const char *cache_name(vt_cache_dtype d)
-{
-    switch (d) {
-    case VT_CACHE_BF16: return "bf16";
-    case VT_CACHE_FP8_E4M3: return "fp8_e4m3";
-    default: return "f32";
-    }
-}
-
 static int allocate(vt_qwen3 *m, vt_error *err)
 {
     const vt_qwen3_hparams *hp = &m->hp;
@@ -964,7 +955,7 @@ static int allocate(vt_qwen3 *m, vt_error *err)
         return vt_error_set(err, VT_EINPUT,
                             "%s: out of memory for n_ctx %d, n_batch %d (KV cache %s: %zu x 2 "
                             "elements of %zu bytes)",
-                            vt_gguf_name(m->gguf), m->n_ctx, m->n_batch, cache_name(m->cache_dtype),
+                            vt_gguf_name(m->gguf), m->n_ctx, m->n_batch, vt_cache_dtype_name(m->cache_dtype),
                             cache_count, m->cache_elem);
     for (int c = 0; c < 256; c++)
         m->fp8_table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
@@ -1045,7 +1036,7 @@ vt_qwen3 *vt_qwen3_open(const vt_runner_settings *s, vt_error *err)
     }
     snprintf(m->detail, sizeof m->detail, "isa=%s threads=%d mode=%s matmul=%s cache=%s batch=%d",
              m->k.isa, m->n_threads, m->eager ? "eager" : "production",
-             m->matmul == VT_MATMUL_Q8 ? "q8" : "exact", cache_name(m->cache_dtype), m->n_batch);
+             vt_matmul_mode_name(m->matmul), vt_cache_dtype_name(m->cache_dtype), m->n_batch);
     return m;
 }
 

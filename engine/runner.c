@@ -39,6 +39,40 @@ void vt_runner_settings_default(vt_runner_settings *s)
     s->sampling.min_p = 0.0;
 }
 
+static const char *const mode_names[] = { "production", "eager" };
+static const char *const cache_names[] = { "auto", "f32", "bf16", "fp8_e4m3" };
+static const char *const matmul_names[] = { "exact", "q8" };
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *vt_exec_mode_name(vt_exec_mode m) { return (unsigned)m < 2 ? mode_names[m] : "?"; }
+const char *vt_cache_dtype_name(vt_cache_dtype d) { return (unsigned)d < 4 ? cache_names[d] : "?"; }
+const char *vt_matmul_mode_name(vt_matmul_mode m) { return (unsigned)m < 2 ? matmul_names[m] : "?"; }
+
+int vt_exec_mode_parse(const char *s, vt_exec_mode *out)
+{
+    int i = parse_name(s, mode_names, 2);
+    return i < 0 ? 0 : (*out = (vt_exec_mode)i, 1);
+}
+
+int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out)
+{
+    int i = parse_name(s, cache_names, 4);
+    return i < 0 ? 0 : (*out = (vt_cache_dtype)i, 1);
+}
+
+int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out)
+{
+    int i = parse_name(s, matmul_names, 2);
+    return i < 0 ? 0 : (*out = (vt_matmul_mode)i, 1);
+}
+
 vt_runner *vt_runner_open(const vt_runner_ops *ops, const vt_runner_settings *s, vt_error *err)
 {
     vt_runner *r = calloc(1, sizeof *r);

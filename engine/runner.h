@@ -79,6 +79,16 @@ typedef struct vt_runner_ops {
     void (*close)(void *state);
 } vt_runner_ops;
 
+/* Names as written on command lines and in captures ("production", "eager";
+ * "auto", "f32", "bf16", "fp8_e4m3"; "exact", "q8"), and their inverses:
+ * parse returns 1 and sets *out, or 0 for an unknown name. */
+const char *vt_exec_mode_name(vt_exec_mode m);
+const char *vt_cache_dtype_name(vt_cache_dtype d);
+const char *vt_matmul_mode_name(vt_matmul_mode m);
+int vt_exec_mode_parse(const char *s, vt_exec_mode *out);
+int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out);
+int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out);
+
 /* The registry: "engine", "llamacpp". NULL if unknown. */
 const vt_runner_ops *vt_runner_find(const char *name);
 

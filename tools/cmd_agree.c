@@ -7,6 +7,7 @@
 #include "../engine/gguf.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
+#include "runner_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,7 @@
 
 static const char usage_text[] =
     "usage: vt agree --model X.gguf [--local engine] [--oracle llamacpp] [--prompts N]\n"
-    "                [--max-tokens N] [--threshold-mnats T] [--threads N]\n"
-    "                [--mode production|eager] [--cache-dtype auto|f32|bf16] [--matmul exact|q8]\n"
+    "                [--max-tokens N] [--threshold-mnats T] [runner options]\n"
     "\n"
     "Greedy generation of N (default 16) built-in prompts by both runners (default 32\n"
     "tokens); each divergence is scored by the oracle teacher-forced on the local tokens\n"
@@ -45,12 +45,12 @@ int vt_cmd_agree(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
+            fputs(vt_runner_options_usage, stdout);
             return 0;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
-        int64_t n;
         char *end;
         if (strcmp(a, "--model") == 0)
             s.model_path = v;
@@ -64,39 +64,17 @@ int vt_cmd_agree(int argc, char **argv)
         } else if (strcmp(a, "--max-tokens") == 0) {
             if (!vt_parse_i64(v, 1, 4096, &n_gen))
                 return bad(a, v, "an integer in 1..4096");
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!vt_parse_i64(v, 1, 256, &n))
-                return bad(a, v, "an integer in 1..256");
-            s.n_threads = (int32_t)n;
         } else if (strcmp(a, "--threshold-mnats") == 0) {
             threshold = strtod(v, &end);
             if (!*v || *end || !(threshold >= 0))
                 return bad(a, v, "a non-negative number");
-        } else if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "production") == 0)
-                s.mode = VT_MODE_PRODUCTION;
-            else if (strcmp(v, "eager") == 0)
-                s.mode = VT_MODE_EAGER;
-            else
-                return bad(a, v, "production or eager");
-        } else if (strcmp(a, "--cache-dtype") == 0) {
-            if (strcmp(v, "auto") == 0)
-                s.cache_dtype = VT_CACHE_AUTO;
-            else if (strcmp(v, "f32") == 0)
-                s.cache_dtype = VT_CACHE_F32;
-            else if (strcmp(v, "bf16") == 0)
-                s.cache_dtype = VT_CACHE_BF16;
-            else
-                return bad(a, v, "auto, f32 or bf16 (the oracle has no FP8 cache)");
-        } else if (strcmp(a, "--matmul") == 0) {
-            if (strcmp(v, "exact") == 0)
-                s.matmul = VT_MATMUL_EXACT;
-            else if (strcmp(v, "q8") == 0)
-                s.matmul = VT_MATMUL_Q8;
-            else
-                return bad(a, v, "exact or q8");
-        } else
-            return bad("option", a, "one of the options in 'vt agree --help'");
+        } else {
+            int r = vt_runner_option("vt agree", a, v, &s);
+            if (r < 0)
+                return 2;
+            if (r == 0)
+                return bad("option", a, "one of the options in 'vt agree --help'");
+        }
     }
     if (!s.model_path)
         return bad("--model", "", "a GGUF file");

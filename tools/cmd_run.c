@@ -6,6 +6,7 @@
 #include "../engine/gguf.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
+#include "runner_opts.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -15,10 +16,8 @@
 
 static const char usage_text[] =
     "usage: vt run --runner engine|llamacpp --model X.gguf (--prompt TEXT | --prompt-tokens IDS)\n"
-    "              [--max-tokens N] [--score IDS] [--cache-dtype auto|f32|bf16|fp8_e4m3]\n"
-    "              [--mode production|eager] [--matmul exact|q8] [--threads N] [--n-ctx N]\n"
-    "              [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "              [--show-top N] [--repeats N] [--json]\n"
+    "              [--max-tokens N] [--score IDS] [--show-top N] [--repeats N] [--json]\n"
+    "              [runner options]\n"
     "\n"
     "Generates --max-tokens tokens (default 16; greedy unless --temperature > 0), or with\n"
     "--score teacher-forces the given token ids after the prompt. IDS: comma-separated ids.\n"
@@ -107,6 +106,7 @@ int vt_cmd_run(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
+            fputs(vt_runner_options_usage, stdout);
             return 0;
         }
         if (strcmp(a, "--json") == 0) {
@@ -116,9 +116,6 @@ int vt_cmd_run(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
-        int64_t n;
-        double d;
-        char *end;
         if (strcmp(a, "--runner") == 0)
             runner_name = v;
         else if (strcmp(a, "--model") == 0)
@@ -138,59 +135,13 @@ int vt_cmd_run(int argc, char **argv)
         } else if (strcmp(a, "--show-top") == 0) {
             if (!vt_parse_i64(v, 1, 100, &show_top))
                 return bad(a, v, "an integer in 1..100");
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!vt_parse_i64(v, 1, 256, &n))
-                return bad(a, v, "an integer in 1..256");
-            s.n_threads = (int32_t)n;
-        } else if (strcmp(a, "--n-ctx") == 0) {
-            if (!vt_parse_i64(v, 1, 1 << 20, &n))
-                return bad(a, v, "an integer in 1..1048576");
-            s.n_ctx = (int32_t)n;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!vt_parse_u64(v, &s.seed))
-                return bad(a, v, "an unsigned integer");
-        } else if (strcmp(a, "--top-k") == 0) {
-            if (!vt_parse_i64(v, 0, INT32_MAX, &n))
-                return bad(a, v, "a non-negative integer");
-            s.sampling.top_k = (int32_t)n;
-        } else if (strcmp(a, "--temperature") == 0 || strcmp(a, "--top-p") == 0 || strcmp(a, "--min-p") == 0) {
-            d = strtod(v, &end);
-            if (*v == '\0' || *end || !(d >= 0.0) || d > 100.0 ||
-                (strcmp(a, "--temperature") != 0 && d > 1.0))
-                return bad(a, v, strcmp(a, "--temperature") == 0 ? "a number in 0..100" : "a number in 0..1");
-            if (strcmp(a, "--temperature") == 0)
-                s.sampling.temperature = d;
-            else if (strcmp(a, "--top-p") == 0)
-                s.sampling.top_p = d;
-            else
-                s.sampling.min_p = d;
-        } else if (strcmp(a, "--cache-dtype") == 0) {
-            if (strcmp(v, "auto") == 0)
-                s.cache_dtype = VT_CACHE_AUTO;
-            else if (strcmp(v, "f32") == 0)
-                s.cache_dtype = VT_CACHE_F32;
-            else if (strcmp(v, "bf16") == 0)
-                s.cache_dtype = VT_CACHE_BF16;
-            else if (strcmp(v, "fp8_e4m3") == 0)
-                s.cache_dtype = VT_CACHE_FP8_E4M3;
-            else
-                return bad(a, v, "auto, f32, bf16 or fp8_e4m3");
-        } else if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "production") == 0)
-                s.mode = VT_MODE_PRODUCTION;
-            else if (strcmp(v, "eager") == 0)
-                s.mode = VT_MODE_EAGER;
-            else
-                return bad(a, v, "production or eager");
-        } else if (strcmp(a, "--matmul") == 0) {
-            if (strcmp(v, "exact") == 0)
-                s.matmul = VT_MATMUL_EXACT;
-            else if (strcmp(v, "q8") == 0)
-                s.matmul = VT_MATMUL_Q8;
-            else
-                return bad(a, v, "exact or q8");
-        } else
-            return bad("option", a, "one of the options in 'vt run --help'");
+        } else {
+            int r = vt_runner_option("vt run", a, v, &s);
+            if (r < 0)
+                return 2;
+            if (r == 0)
+                return bad("option", a, "one of the options in 'vt run --help'");
+        }
     }
     if (!runner_name)
         return bad("--runner", "", "engine or llamacpp");

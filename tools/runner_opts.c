@@ -1,0 +1,72 @@
+#include "runner_opts.h"
+
+#include "../common/vt_parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char vt_runner_options_usage[] =
+    "runner options:\n"
+    "  --mode production|eager        batched and threaded, or one token at a time on one thread\n"
+    "  --cache-dtype auto|f32|bf16|fp8_e4m3   KV cache storage (llama.cpp has no fp8_e4m3)\n"
+    "  --matmul q8|exact              engine: activations through the codec's dot type (default), or not\n"
+    "  --threads N  --n-ctx N  --n-batch N  --seed S\n"
+    "  --temperature T  --top-p P  --min-p P  --sample-top-k K   sampling (default greedy)\n";
+
+static int bad(const char *tool, const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "%s: %s '%s': expected %s\n", tool, opt, val ? val : "", expected);
+    return -1;
+}
+
+static int parse_unit(const char *tool, const char *opt, const char *val, double max, double *out)
+{
+    char *end;
+    double d = strtod(val, &end);
+    if (!*val || *end || !(d >= 0.0) || d > max) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "a number in 0..%g", max);
+        return bad(tool, opt, val, expected);
+    }
+    *out = d;
+    return 1;
+}
+
+int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runner_settings *s)
+{
+    int64_t n;
+    if (strcmp(opt, "--mode") == 0)
+        return vt_exec_mode_parse(val, &s->mode) ? 1 : bad(tool, opt, val, "production or eager");
+    if (strcmp(opt, "--cache-dtype") == 0)
+        return vt_cache_dtype_parse(val, &s->cache_dtype) ? 1 : bad(tool, opt, val, "auto, f32, bf16 or fp8_e4m3");
+    if (strcmp(opt, "--matmul") == 0)
+        return vt_matmul_mode_parse(val, &s->matmul) ? 1 : bad(tool, opt, val, "q8 or exact");
+    if (strcmp(opt, "--threads") == 0) {
+        if (!vt_parse_i64(val, 1, 256, &n))
+            return bad(tool, opt, val, "an integer in 1..256");
+        s->n_threads = (int32_t)n;
+        return 1;
+    }
+    if (strcmp(opt, "--n-ctx") == 0 || strcmp(opt, "--n-batch") == 0) {
+        if (!vt_parse_i64(val, 1, 1 << 20, &n))
+            return bad(tool, opt, val, "an integer in 1..1048576");
+        *(strcmp(opt, "--n-ctx") == 0 ? &s->n_ctx : &s->n_batch) = (int32_t)n;
+        return 1;
+    }
+    if (strcmp(opt, "--seed") == 0)
+        return vt_parse_u64(val, &s->seed) ? 1 : bad(tool, opt, val, "an unsigned integer");
+    if (strcmp(opt, "--sample-top-k") == 0) {
+        if (!vt_parse_i64(val, 0, INT32_MAX, &n))
+            return bad(tool, opt, val, "a non-negative integer");
+        s->sampling.top_k = (int32_t)n;
+        return 1;
+    }
+    if (strcmp(opt, "--temperature") == 0)
+        return parse_unit(tool, opt, val, 100.0, &s->sampling.temperature);
+    if (strcmp(opt, "--top-p") == 0)
+        return parse_unit(tool, opt, val, 1.0, &s->sampling.top_p);
+    if (strcmp(opt, "--min-p") == 0)
+        return parse_unit(tool, opt, val, 1.0, &s->sampling.min_p);
+    return 0;
+}

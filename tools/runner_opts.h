@@ -1,0 +1,17 @@
+/* Command-line options shared by every tool that opens a runner (run, agree,
+ * capture): one parser, so every tool spells and checks them alike. */
+#ifndef VT_TOOLS_RUNNER_OPTS_H
+#define VT_TOOLS_RUNNER_OPTS_H
+
+#include "../engine/runner.h"
+
+/* If opt is a runner option (--mode, --cache-dtype, --matmul, --threads,
+ * --n-ctx, --n-batch, --seed, --temperature, --top-p, --min-p, --sample-top-k),
+ * parse val into s and return 1; for a bad value print one line
+ * "TOOL: OPT 'VAL': expected ..." and return -1; return 0 if opt is not one. */
+int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runner_settings *s);
+
+/* The usage lines for those options. */
+extern const char vt_runner_options_usage[];
+
+#endif
