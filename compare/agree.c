@@ -7,11 +7,10 @@
 static int score_prompt(vt_runner *local, vt_runner *oracle, const int32_t *prompt, int32_t n_prompt,
                         int32_t n_gen, double threshold, float *lg_local, float *lg_oracle,
                         int32_t *tok_local, int32_t *tok_oracle, double *lp_local, double *lp_oracle,
-                        vt_agree_prompt *out, vt_error *err)
+                        double *logp_tok, double *logp_best, vt_agree_prompt *out, vt_error *err)
 {
     int32_t nv = vt_runner_n_vocab(local);
     memset(out, 0, sizeof *out);
-    out->first_divergence = -1;
     int rc = vt_runner_generate(local, prompt, n_prompt, n_gen, tok_local, NULL, err);
     if (!rc)
         rc = vt_runner_generate(oracle, prompt, n_prompt, n_gen, tok_oracle, NULL, err);
@@ -23,25 +22,10 @@ static int score_prompt(vt_runner *local, vt_runner *oracle, const int32_t *prom
     if (rc)
         return rc;
     for (int32_t i = 0; i < n_gen; i++) {
-        if (out->first_divergence < 0 && tok_local[i] != tok_oracle[i]) {
-            out->first_divergence = i;
-            out->local_token = tok_local[i];
-            out->oracle_token = tok_oracle[i];
-        }
         vt_log_softmax(lg_oracle + (size_t)i * nv, nv, lp_oracle);
         vt_log_softmax(lg_local + (size_t)i * nv, nv, lp_local);
-        int32_t best = vt_argmax(lg_oracle + (size_t)i * nv, nv);
-        double gap = 1000.0 * (lp_oracle[best] - lp_oracle[tok_local[i]]);
-        if (gap < 0)
-            gap = 0; /* argmax ties */
-        if (gap == 0)
-            out->zero_gaps++;
-        else if (gap <= threshold)
-            out->within_gaps++;
-        else
-            out->above_gaps++;
-        if (gap > out->max_gap_mnats)
-            out->max_gap_mnats = gap;
+        logp_tok[i] = lp_oracle[tok_local[i]];
+        logp_best[i] = lp_oracle[vt_argmax(lg_oracle + (size_t)i * nv, nv)];
         double dt = fabs(lp_local[tok_local[i]] - lp_oracle[tok_local[i]]);
         if (dt > out->max_abs_dlogprob_token)
             out->max_abs_dlogprob_token = dt;
@@ -51,9 +35,8 @@ static int score_prompt(vt_runner *local, vt_runner *oracle, const int32_t *prom
                 out->max_abs_dlogprob_all = d;
         }
     }
-    out->cls = out->first_divergence < 0 ? VT_PROMPT_STRICT
-               : out->above_gaps == 0    ? VT_PROMPT_NEAR_TIE
-                                         : VT_PROMPT_FAILED;
+    vt_nt_prompt_input in = { n_gen, tok_local, tok_oracle, logp_tok, logp_best };
+    vt_nt_score_prompt(&in, threshold, &out->nt);
     return VT_OK;
 }
 
@@ -72,22 +55,23 @@ int vt_agree_run(vt_runner *local, vt_runner *oracle, const int32_t *const *prom
     float *lg_local = malloc(lg * sizeof(float)), *lg_oracle = malloc(lg * sizeof(float));
     int32_t *tl = malloc((size_t)n_gen * sizeof(int32_t)), *to = malloc((size_t)n_gen * sizeof(int32_t));
     double *lpl = malloc((size_t)nv * sizeof(double)), *lpo = malloc((size_t)nv * sizeof(double));
+    double *lpt = malloc((size_t)n_gen * sizeof(double)), *lpb = malloc((size_t)n_gen * sizeof(double));
     int rc = VT_OK;
-    if (!lg_local || !lg_oracle || !tl || !to || !lpl || !lpo)
+    if (!lg_local || !lg_oracle || !tl || !to || !lpl || !lpo || !lpt || !lpb)
         rc = vt_error_set(err, VT_EINPUT, "agree: out of memory");
     for (int32_t p = 0; rc == VT_OK && p < n_prompts; p++) {
         vt_agree_prompt r;
         rc = score_prompt(local, oracle, prompts[p], prompt_lens[p], n_gen, threshold_mnats, lg_local,
-                          lg_oracle, tl, to, lpl, lpo, &r, err);
+                          lg_oracle, tl, to, lpl, lpo, lpt, lpb, &r, err);
         if (rc)
             break;
         if (per_prompt)
             per_prompt[p] = r;
         sum->n_prompts++;
-        sum->strict += r.cls == VT_PROMPT_STRICT;
-        sum->near_tie += r.cls == VT_PROMPT_NEAR_TIE;
-        sum->failed += r.cls == VT_PROMPT_FAILED;
-        sum->max_gap_mnats = fmax(sum->max_gap_mnats, r.max_gap_mnats);
+        sum->strict += r.nt.cls == VT_PROMPT_STRICT;
+        sum->near_tie += r.nt.cls == VT_PROMPT_NEAR_TIE;
+        sum->failed += r.nt.cls == VT_PROMPT_FAILED;
+        sum->max_gap_mnats = fmax(sum->max_gap_mnats, r.nt.max_gap_mnats);
         sum->max_abs_dlogprob_token = fmax(sum->max_abs_dlogprob_token, r.max_abs_dlogprob_token);
         sum->max_abs_dlogprob_all = fmax(sum->max_abs_dlogprob_all, r.max_abs_dlogprob_all);
     }
@@ -97,6 +81,8 @@ int vt_agree_run(vt_runner *local, vt_runner *oracle, const int32_t *const *prom
     free(to);
     free(lpl);
     free(lpo);
+    free(lpt);
+    free(lpb);
     return rc;
 }
 

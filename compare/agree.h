@@ -10,19 +10,10 @@
 
 #include "../common/vt_error.h"
 #include "../engine/runner.h"
-
-typedef enum vt_prompt_class {
-    VT_PROMPT_STRICT = 0,    /* identical tokens at every position */
-    VT_PROMPT_NEAR_TIE = 1,  /* not strict; every gap <= threshold */
-    VT_PROMPT_FAILED = 2     /* some gap above the threshold */
-} vt_prompt_class;
+#include "neartie.h"
 
 typedef struct vt_agree_prompt {
-    vt_prompt_class cls;
-    int32_t first_divergence;  /* position, -1 if strict */
-    int32_t local_token, oracle_token; /* at the first divergence */
-    double max_gap_mnats;      /* over all positions */
-    int32_t zero_gaps, within_gaps, above_gaps;
+    vt_nt_prompt_result nt;        /* class, first divergence, gaps */
     double max_abs_dlogprob_token; /* |local - oracle| logp of the local token */
     double max_abs_dlogprob_all;   /* over the whole vocabulary, every position */
 } vt_agree_prompt;

@@ -29,11 +29,6 @@ static int bad(const char *opt, const char *val, const char *expected)
     return 2;
 }
 
-static const char *class_name(vt_prompt_class c)
-{
-    return c == VT_PROMPT_STRICT ? "strict" : c == VT_PROMPT_NEAR_TIE ? "near-tie" : "FAILED";
-}
-
 int vt_cmd_agree(int argc, char **argv)
 {
     vt_runner_settings s;
@@ -127,11 +122,11 @@ int vt_cmd_agree(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "%s\n", err.msg);
     } else {
-        printf("%-3s %-9s %10s %8s %8s %12s %14s %14s\n", "#", "class", "first-div", "local", "oracle",
+        printf("%-3s %-13s %10s %8s %8s %12s %14s %14s\n", "#", "class", "first-div", "local", "oracle",
                "max-gap-mn", "max|dlp|tok", "max|dlp|all");
         for (int p = 0; p < n_prompts; p++) {
-            printf("%-3d %-9s %10d %8d %8d %12.3f %14.3g %14.3g\n", p, class_name(per[p].cls),
-                   per[p].first_divergence, per[p].local_token, per[p].oracle_token, per[p].max_gap_mnats,
+            printf("%-3d %-13s %10d %8d %8d %12.3f %14.3g %14.3g\n", p, vt_prompt_class_name(per[p].nt.cls),
+                   per[p].nt.first_divergence, per[p].nt.local_token, per[p].nt.oracle_token, per[p].nt.max_gap_mnats,
                    per[p].max_abs_dlogprob_token, per[p].max_abs_dlogprob_all);
         }
         printf("summary: %d prompts x %d tokens: strict %d, near-tie %d, failed %d; max gap %.3f milli-nats; "

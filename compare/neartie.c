@@ -1,0 +1,37 @@
+#include "neartie.h"
+
+const char *vt_prompt_class_name(vt_prompt_class c)
+{
+    switch (c) {
+    case VT_PROMPT_STRICT: return "strict";
+    case VT_PROMPT_NEAR_TIE: return "near-tie-only";
+    default: return "failed";
+    }
+}
+
+void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt_nt_prompt_result *out)
+{
+    *out = (vt_nt_prompt_result){ .first_divergence = -1, .max_gap_pos = -1 };
+    for (int32_t i = 0; i < in->n; i++) {
+        double gap = vt_nt_gap_mnats(in->logp_argmax[i], in->logp_local[i]);
+        if (out->first_divergence < 0 && in->local_tokens[i] != in->oracle_tokens[i]) {
+            out->first_divergence = i;
+            out->local_token = in->local_tokens[i];
+            out->oracle_token = in->oracle_tokens[i];
+            out->first_gap_mnats = gap;
+        }
+        if (gap == 0.0)
+            out->zero_gaps++;
+        else if (gap <= threshold_mnats)
+            out->within_gaps++;
+        else
+            out->above_gaps++;
+        if (gap > out->max_gap_mnats) {
+            out->max_gap_mnats = gap;
+            out->max_gap_pos = i;
+        }
+    }
+    out->cls = out->first_divergence < 0 ? VT_PROMPT_STRICT
+               : out->above_gaps == 0    ? VT_PROMPT_NEAR_TIE
+                                         : VT_PROMPT_FAILED;
+}

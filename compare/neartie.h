@@ -1,0 +1,49 @@
+/* The near-tie rule (DESIGN.md, Near-tie comparison), on one prompt's
+ * streams. The oracle is teacher-forced on the LOCAL tokens ("actual-prefix
+ * scoring"); at each position
+ *     gap = 1000 * (logp(oracle argmax) - logp(local token))  milli-nats, >= 0.
+ * strict: local tokens equal the oracle's at every position;
+ * near-tie-only: not strict, every gap <= threshold (inclusive);
+ * failed: some gap above the threshold. */
+#ifndef VT_NEARTIE_H
+#define VT_NEARTIE_H
+
+#include <stdint.h>
+
+typedef enum vt_prompt_class {
+    VT_PROMPT_STRICT = 0,
+    VT_PROMPT_NEAR_TIE = 1,
+    VT_PROMPT_FAILED = 2
+} vt_prompt_class;
+
+const char *vt_prompt_class_name(vt_prompt_class c); /* "strict", "near-tie-only", "failed" */
+
+/* One prompt: n positions of both streams and of the oracle's prefix scores. */
+typedef struct vt_nt_prompt_input {
+    int32_t n;
+    const int32_t *local_tokens;
+    const int32_t *oracle_tokens;
+    const double *logp_local;   /* oracle's log-prob of local_tokens[i] */
+    const double *logp_argmax;  /* oracle's log-prob of its own argmax at i */
+} vt_nt_prompt_input;
+
+typedef struct vt_nt_prompt_result {
+    vt_prompt_class cls;
+    int32_t first_divergence;          /* -1 if strict */
+    int32_t local_token, oracle_token; /* at the first divergence */
+    double first_gap_mnats;            /* gap at the first divergence */
+    int32_t zero_gaps, within_gaps, above_gaps;
+    double max_gap_mnats;
+    int32_t max_gap_pos;               /* -1 if every gap is 0 */
+} vt_nt_prompt_result;
+
+/* Gap in milli-nats at one position (clamped at 0: an argmax tie). */
+static inline double vt_nt_gap_mnats(double logp_argmax, double logp_local)
+{
+    double g = 1000.0 * (logp_argmax - logp_local);
+    return g > 0.0 ? g : 0.0;
+}
+
+void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt_nt_prompt_result *out);
+
+#endif
