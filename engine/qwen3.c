@@ -1071,6 +1071,16 @@ int32_t vt_qwen3_n_past(const vt_qwen3 *m) { return m->n_past; }
 int32_t vt_qwen3_n_threads(const vt_qwen3 *m) { return m->n_threads; }
 const char *vt_qwen3_detail(const vt_qwen3 *m) { return m->detail; }
 
+void vt_qwen3_resolved(const vt_qwen3 *m, vt_runner_settings *out)
+{
+    out->mode = m->eager ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
+    out->matmul = m->matmul;
+    out->cache_dtype = m->cache_dtype; /* auto already resolved to F32 */
+    out->n_threads = m->n_threads;
+    out->n_ctx = m->n_ctx;
+    out->n_batch = m->n_batch;
+}
+
 /* ======================================================================
  * Matrix products: y[t][o] = dot(W row o, x[t]) for every token t of the
  * batch. Each thread owns a contiguous range of output rows; it decodes four

@@ -69,6 +69,10 @@ int32_t vt_qwen3_n_threads(const vt_qwen3 *m); /* threads evaluation uses */
 /* One line: instruction set of the dot kernel, threads, matmul and cache
  * settings, e.g. "isa=avx2 threads=4 matmul=exact cache=f32 batch=512". */
 const char *vt_qwen3_detail(const vt_qwen3 *m);
+/* The settings as applied: mode, matmul, cache dtype (auto -> f32), threads
+ * (eager -> 1), n_ctx, n_batch (eager -> 1, else clipped to n_ctx). Fields
+ * the engine does not change (seed, sampling, model path) are left as they are. */
+void vt_qwen3_resolved(const vt_qwen3 *m, vt_runner_settings *out);
 
 /* FP8 E4M3 ("E4M3FN": bias 7, no infinities, NaN = S.1111.111), the KV cache
  * codec. Encoding rounds to nearest, ties to even, saturates finite values

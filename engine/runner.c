@@ -114,6 +114,13 @@ void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out) { r->op
 
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r) { return &r->settings; }
 
+void vt_runner_resolved(const vt_runner *r, vt_runner_settings *out)
+{
+    *out = r->settings;
+    if (r->ops->resolved)
+        r->ops->resolved(r->state, out);
+}
+
 int32_t vt_argmax(const float *x, int32_t n)
 {
     int32_t best = 0;

@@ -76,6 +76,13 @@ typedef struct vt_runner_ops {
                 vt_error *err);
     int32_t (*n_vocab)(void *state);
     void (*identity)(void *state, vt_runner_identity *out);
+    /* The settings as the runner actually applies them, starting from the
+     * ones it was opened with (*out holds those on entry): e.g. eager mode
+     * runs one thread and one token per step, cache auto is a concrete
+     * dtype, n_batch is clipped to n_ctx. Captures record both, so a run
+     * that quietly differs from its request is visible. May be NULL: the
+     * settings are then taken as applied unchanged. */
+    void (*resolved)(void *state, vt_runner_settings *out);
     void (*close)(void *state);
 } vt_runner_ops;
 
@@ -99,6 +106,9 @@ void vt_runner_close(vt_runner *r);
 int32_t vt_runner_n_vocab(const vt_runner *r);
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out);
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r);
+/* The settings as applied (see vt_runner_ops.resolved); seed and sampling
+ * are applied by runner.c itself and so are always as requested. */
+void vt_runner_resolved(const vt_runner *r, vt_runner_settings *out);
 
 /* Generate n tokens after prompt (the sequence is reset first). out_tokens[i]
  * is the i-th generated token and out_logits (n x n_vocab, may be NULL) the

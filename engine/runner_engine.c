@@ -4,6 +4,7 @@
 #include "qwen3.h"
 #include "runner.h"
 
+
 static int engine_open(const vt_runner_settings *s, void **state, vt_error *err)
 {
     vt_qwen3 *m = vt_qwen3_open(s, err);
@@ -37,6 +38,8 @@ static void engine_identity(void *state, vt_runner_identity *out)
     out->detail = vt_qwen3_detail(state);
 }
 
+static void engine_resolved(void *state, vt_runner_settings *out) { vt_qwen3_resolved(state, out); }
+
 static void engine_close(void *state) { vt_qwen3_close(state); }
 
 const vt_runner_ops vt_runner_engine = {
@@ -46,5 +49,6 @@ const vt_runner_ops vt_runner_engine = {
     .eval = engine_eval,
     .n_vocab = engine_n_vocab,
     .identity = engine_identity,
+    .resolved = engine_resolved,
     .close = engine_close,
 };

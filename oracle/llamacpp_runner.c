@@ -18,6 +18,8 @@ typedef struct lc_state {
     int32_t n_ctx;   /* the sequence capacity vt asked for */
     int32_t chunk;   /* tokens per llama_decode: n_batch, or 1 in eager mode */
     int32_t n_past;  /* tokens in the sequence so far = the next position */
+    int32_t threads; /* threads given to llama.cpp */
+    vt_cache_dtype kv; /* the KV cache dtype given to llama.cpp */
     char detail[8192];
 } lc_state;
 
@@ -139,6 +141,8 @@ static int lc_open(const vt_runner_settings *set, void **state, vt_error *err)
         lc_close(s);
         return vt_error_set(err, VT_EINPUT, "llamacpp runner: out of memory");
     }
+    s->threads = threads;
+    s->kv = kv == GGML_TYPE_BF16 ? VT_CACHE_BF16 : VT_CACHE_F32;
     snprintf(s->detail, sizeof s->detail,
              "CPU backend %s; %s mode, %d thread%s, up to %d tokens per llama_decode, "
              "KV cache %s, flash attention off; %s",
@@ -221,6 +225,20 @@ static void lc_identity(void *state, vt_runner_identity *out)
     out->detail = s->detail;
 }
 
+/* What llama.cpp was given: auto is an F32 KV cache; eager is one thread
+ * and one token per llama_decode; production batches are clipped to n_ctx.
+ * llama.cpp's CPU backend always rounds activations through the weight's
+ * dot type, which is vt's q8 matmul mode. */
+static void lc_resolved(void *state, vt_runner_settings *out)
+{
+    lc_state *s = state;
+    out->cache_dtype = s->kv;
+    out->n_threads = s->threads;
+    out->n_batch = s->chunk;
+    out->n_ctx = s->n_ctx;
+    out->matmul = VT_MATMUL_Q8;
+}
+
 const vt_runner_ops vt_runner_llamacpp = {
     .name = "llamacpp",
     .open = lc_open,
@@ -228,5 +246,6 @@ const vt_runner_ops vt_runner_llamacpp = {
     .eval = lc_eval,
     .n_vocab = lc_n_vocab,
     .identity = lc_identity,
+    .resolved = lc_resolved,
     .close = lc_close,
 };

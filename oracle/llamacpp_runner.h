@@ -10,7 +10,8 @@
  * llama_decode, one thread); n_ctx; n_batch (llama.cpp's n_batch and
  * n_ubatch); cache_dtype (AUTO and F32: F32 KV cache; BF16: BF16; FP8_E4M3 is
  * refused, llama.cpp has no such KV cache type). Flash attention is off. The
- * matmul, seed and sampling settings do not concern it. */
+ * matmul, seed and sampling settings do not concern it; its resolved
+ * settings report matmul q8, which is what ggml's CPU backend does. */
 #ifndef VT_LLAMACPP_RUNNER_H
 #define VT_LLAMACPP_RUNNER_H
 

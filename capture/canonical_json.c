@@ -1,0 +1,223 @@
+/* Canonical JSON writer: rules in canonical_json.h. */
+#include "canonical_json.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
+
+int vt_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        uint32_t cp, min;
+        if ((c & 0xe0) == 0xc0) {
+            len = 2, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (n - i < (size_t)len)
+            return 0;
+        for (int k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += (size_t)len;
+    }
+    return 1;
+}
+
+static int exact_int(double v) { return v == floor(v) && fabs(v) < 9007199254740992.0; }
+
+void vt_canonical_number(double v, char *buf)
+{
+    /* A non-integral value goes through its 9-digit text; if that text
+     * reads back as an integer, the integer spelling is the canonical one,
+     * so that writing the parsed file again gives the same text. */
+    if (!exact_int(v)) {
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "%.9g", v);
+        double d = strtod(tmp, NULL);
+        if (!exact_int(d)) {
+            memcpy(buf, tmp, strlen(tmp) + 1);
+            return;
+        }
+        v = d;
+    }
+    snprintf(buf, 32, "%lld", (long long)v);
+}
+
+static void put_string(sbuf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    puts_(b, "\"");
+    size_t run = 0; /* bytes written as they are, flushed in one put */
+    const char *start = s;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        const char *esc = NULL;
+        char u[7];
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            if (c < 0x20) {
+                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15], u[6] = 0;
+                esc = u;
+            }
+        }
+        if (esc) {
+            put(b, start, run);
+            puts_(b, esc);
+            start = p + 1;
+            run = 0;
+        } else {
+            run++;
+        }
+    }
+    put(b, start, run);
+    puts_(b, "\"");
+}
+
+/* path: the JSON path of v for messages ("$.runs[3].topk"). */
+static int write_value(sbuf *b, const cJSON *v, char *path, size_t plen, size_t cap, vt_error *err)
+{
+    char num[32];
+    switch (v->type & 0xff) {
+    case cJSON_NULL:
+        puts_(b, "null");
+        return VT_OK;
+    case cJSON_False:
+        puts_(b, "false");
+        return VT_OK;
+    case cJSON_True:
+        puts_(b, "true");
+        return VT_OK;
+    case cJSON_Number:
+        if (!isfinite(v->valuedouble))
+            return vt_error_set(err, VT_EINPUT, "%s: %g: expected a finite number", path, v->valuedouble);
+        vt_canonical_number(v->valuedouble, num);
+        puts_(b, num);
+        return VT_OK;
+    case cJSON_String:
+    case cJSON_Raw:
+        if (!v->valuestring || !vt_utf8_valid(v->valuestring, strlen(v->valuestring)))
+            return vt_error_set(err, VT_EINPUT, "%s: expected a valid UTF-8 string", path);
+        put_string(b, v->valuestring);
+        return VT_OK;
+    case cJSON_Array: {
+        puts_(b, "[");
+        int i = 0;
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            if (i)
+                puts_(b, ",");
+            snprintf(path + plen, cap - plen, "[%d]", i);
+            int rc = write_value(b, e, path, strlen(path), cap, err);
+            path[plen] = '\0';
+            if (rc)
+                return rc;
+        }
+        puts_(b, "]");
+        return VT_OK;
+    }
+    case cJSON_Object: {
+        puts_(b, "{");
+        for (const cJSON *e = v->child; e; e = e->next) {
+            if (!e->string || !vt_utf8_valid(e->string, strlen(e->string)))
+                return vt_error_set(err, VT_EINPUT, "%s: a key: expected a valid UTF-8 string", path);
+            for (const cJSON *f = v->child; f != e; f = f->next)
+                if (strcmp(f->string, e->string) == 0)
+                    return vt_error_set(err, VT_EINPUT, "%s: key '%s' twice: expected unique keys", path,
+                                        e->string);
+            if (e != v->child)
+                puts_(b, ",");
+            put_string(b, e->string);
+            puts_(b, ":");
+            snprintf(path + plen, cap - plen, ".%s", e->string);
+            int rc = write_value(b, e, path, strlen(path), cap, err);
+            path[plen] = '\0';
+            if (rc)
+                return rc;
+        }
+        puts_(b, "}");
+        return VT_OK;
+    }
+    }
+    return vt_error_set(err, VT_EINPUT, "%s: not a JSON value", path);
+}
+
+char *vt_canonical_json(const cJSON *v, size_t *len, vt_error *err)
+{
+    sbuf b = { 0 };
+    char path[512] = "$";
+    int rc = write_value(&b, v, path, 1, sizeof path, err);
+    if (rc == VT_OK && (b.oom || !b.p))
+        rc = vt_error_set(err, VT_EINPUT, "canonical JSON: out of memory");
+    if (rc) {
+        free(b.p);
+        return NULL;
+    }
+    if (len)
+        *len = b.n;
+    return b.p;
+}
+
+int vt_canonical_sha256(const cJSON *v, vt_sha256_hex *out, vt_error *err)
+{
+    size_t n = 0;
+    char *s = vt_canonical_json(v, &n, err);
+    if (!s)
+        return err ? err->code : VT_EINPUT;
+    int rc = vt_sha256_buffer(s, n, out);
+    free(s);
+    return rc ? vt_error_set(err, VT_EINPUT, "canonical JSON: SHA-256 failed") : VT_OK;
+}

@@ -1,0 +1,362 @@
+/* Runtime identity: which bytes this process is actually running (its
+ * executable and every shared object mapped into it, hashed), which library
+ * versions it linked, and on what CPU and kernel. Captures record it so a
+ * result can be tied to the exact code that produced it. */
+#include "prov_internal.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <archive.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <pcre2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* zlib.h defines zlib_version as a macro (zlibVersion()); here it must name
+ * the struct field. */
+#undef zlib_version
+
+enum { PROC_MAX_BYTES = 64 << 20 };
+
+/* The ISA features that decide which kernels numeric code runs (x86 names
+ * from /proc/cpuinfo "flags", then arm64 names from "Features"). Reported in
+ * this order, only those present. */
+static const char *const isa_flags[] = {
+    "sse2", "ssse3", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f",
+    "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+    "avx512vbmi", "amx_tile", "amx_bf16", "amx_int8", "sha_ni",
+    "asimd", "fphp", "asimdhp", "asimddp", "i8mm", "bf16", "sve", "sve2", "sme",
+};
+
+void vt_runtime_identity_free(vt_runtime_identity *id)
+{
+    if (!id)
+        return;
+    free(id->binary_path);
+    for (int i = 0; i < id->n_objects; i++)
+        free(id->objects[i].path);
+    free(id->objects);
+    free(id->openssl_version);
+    free(id->libarchive_version);
+    free(id->zlib_version);
+    free(id->cjson_version);
+    free(id->pcre2_version);
+    free(id->cpu_model);
+    free(id->cpu_flags);
+    free(id->kernel);
+    free(id->machine);
+    free(id->unresolved);
+    memset(id, 0, sizeof *id);
+}
+
+static char *read_link(const char *path)
+{
+    for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
+        char *buf = malloc(cap);
+        if (!buf)
+            return NULL;
+        ssize_t n = readlink(path, buf, cap);
+        if (n < 0) {
+            free(buf);
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            buf[n] = '\0';
+            return buf;
+        }
+        free(buf);
+    }
+    return NULL;
+}
+
+/* A shared object by name: "libx.so" or "libx.so.1.2". */
+static int is_shared_object(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    return (n > 3 && strcmp(base + n - 3, ".so") == 0) || strstr(base, ".so.") != NULL;
+}
+
+/* Unique shared-object paths of file-backed mappings, in map order.
+ * deleted[i] marks a mapping whose file was deleted or replaced since (its
+ * bytes can no longer be read by path). Returns 0 or errno. */
+static int mapped_objects(char ***paths_out, int **deleted_out, int *n_out)
+{
+    char *text;
+    size_t len;
+    int e = vt_prov_read_file("/proc/self/maps", PROC_MAX_BYTES, &text, &len);
+    if (e)
+        return e;
+    char **paths = NULL;
+    int *deleted = NULL, n = 0, cap = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        /* address perms offset dev inode [path]: the path may hold spaces. */
+        unsigned long inode = 0;
+        int pos = -1;
+        if (sscanf(line, "%*s %*s %*s %*s %lu %n", &inode, &pos) == 1 && pos > 0 && inode != 0 &&
+            line[pos] == '/') {
+            char *path = line + pos;
+            int del = 0;
+            size_t pl = strlen(path);
+            static const char suffix[] = " (deleted)";
+            if (pl > sizeof suffix - 1 && strcmp(path + pl - (sizeof suffix - 1), suffix) == 0) {
+                path[pl - (sizeof suffix - 1)] = '\0';
+                del = 1;
+            }
+            int seen = 0;
+            for (int i = 0; i < n && !seen; i++)
+                seen = strcmp(paths[i], path) == 0;
+            if (!seen && is_shared_object(path)) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    char **np = realloc(paths, sizeof *np * (size_t)cap);
+                    int *nd = np ? realloc(deleted, sizeof *nd * (size_t)cap) : NULL;
+                    if (np)
+                        paths = np;
+                    if (nd)
+                        deleted = nd;
+                    if (!np || !nd) {
+                        e = ENOMEM;
+                        break;
+                    }
+                }
+                if (!(paths[n] = vt_prov_strdup(path))) {
+                    e = ENOMEM;
+                    break;
+                }
+                deleted[n++] = del;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    if (e) {
+        for (int i = 0; i < n; i++)
+            free(paths[i]);
+        free(paths);
+        free(deleted);
+        return e;
+    }
+    *paths_out = paths;
+    *deleted_out = deleted;
+    *n_out = n;
+    return 0;
+}
+
+/* Value of the first "key<spaces>: value" line of /proc/cpuinfo text. */
+static char *cpuinfo_value(const char *text, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        if (ll > kl && strncmp(line, key, kl) == 0 && (line[kl] == ' ' || line[kl] == '\t' || line[kl] == ':')) {
+            const char *colon = memchr(line, ':', ll);
+            if (colon) {
+                const char *v = colon + 1;
+                while (v < line + ll && (*v == ' ' || *v == '\t'))
+                    v++;
+                size_t vl = (size_t)(line + ll - v);
+                char *out = malloc(vl + 1);
+                if (out) {
+                    memcpy(out, v, vl);
+                    out[vl] = '\0';
+                }
+                return out;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return NULL;
+}
+
+static int has_word(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += wl)
+        if ((p == list || p[-1] == ' ' || p[-1] == '\t') && (p[wl] == '\0' || p[wl] == ' ' || p[wl] == '\t'))
+            return 1;
+    return 0;
+}
+
+static void read_cpu(vt_runtime_identity *id)
+{
+    char *text;
+    size_t len;
+    if (vt_prov_read_file("/proc/cpuinfo", PROC_MAX_BYTES, &text, &len))
+        return;
+    static const char *const model_keys[] = { "model name", "Processor", "cpu model", "uarch" };
+    for (size_t i = 0; i < sizeof model_keys / sizeof *model_keys && !id->cpu_model; i++)
+        id->cpu_model = cpuinfo_value(text, model_keys[i]);
+    char *flags = cpuinfo_value(text, "flags");
+    if (!flags)
+        flags = cpuinfo_value(text, "Features");
+    if (flags) {
+        vt_sbuf b = { 0 };
+        vt_sbuf_puts(&b, "");
+        for (size_t i = 0; i < sizeof isa_flags / sizeof *isa_flags; i++)
+            if (has_word(flags, isa_flags[i]))
+                vt_sbuf_printf(&b, "%s%s", b.n ? " " : "", isa_flags[i]);
+        id->cpu_flags = vt_sbuf_take(&b);
+        free(flags);
+    }
+    free(text);
+}
+
+int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char **paths = NULL;
+    int *deleted = NULL, n = 0;
+    int e = mapped_objects(&paths, &deleted, &n);
+    if (e)
+        return vt_error_set(err, VT_EINPUT, "/proc/self/maps: cannot read: %s", strerror(e));
+
+    /* The executable and every object hashed together by the thread pool.
+     * /proc/self/exe names the running inode even if its path was replaced. */
+    const char **hpaths = calloc((size_t)n + 1, sizeof *hpaths);
+    vt_prov_digest *d = calloc((size_t)n + 1, sizeof *d);
+    int *status = calloc((size_t)n + 1, sizeof *status);
+    out->objects = calloc((size_t)n + 1, sizeof *out->objects);
+    if (!hpaths || !d || !status || !out->objects) {
+        for (int i = 0; i < n; i++)
+            free(paths[i]);
+        free(paths);
+        free(deleted);
+        free(hpaths);
+        free(d);
+        free(status);
+        vt_runtime_identity_free(out);
+        return vt_error_set(err, VT_EINPUT, "runtime identity: out of memory");
+    }
+    hpaths[0] = "/proc/self/exe";
+    for (int i = 0; i <= n; i++) {
+        d[i].md[0] = EVP_sha256();
+        d[i].n_md = 1;
+        if (i)
+            hpaths[i] = paths[i - 1];
+    }
+    vt_prov_digest_paths(hpaths, n + 1, 0, d, status);
+
+    vt_sbuf miss = { 0 };
+    out->binary_path = read_link("/proc/self/exe");
+    if (!status[0]) {
+        vt_prov_hex(d[0].out[0], 32, out->binary_sha256.hex);
+        out->binary_size = d[0].size;
+    } else {
+        vt_sbuf_printf(&miss, "binary_sha256 (%s) ", strerror(status[0]));
+    }
+    for (int i = 0; i < n; i++) {
+        vt_shared_object *o = &out->objects[i];
+        o->path = paths[i]; /* taken over */
+        if (deleted[i])
+            vt_sbuf_printf(&miss, "object %s (deleted or replaced since it was mapped) ", o->path);
+        else if (status[i + 1])
+            vt_sbuf_printf(&miss, "object %s (%s) ", o->path, strerror(status[i + 1]));
+        else {
+            vt_prov_hex(d[i + 1].out[0], 32, o->sha256.hex);
+            o->size = d[i + 1].size;
+        }
+    }
+    out->n_objects = n;
+    free(paths);
+    free(deleted);
+    free(hpaths);
+    free(d);
+    free(status);
+
+    out->openssl_version = vt_prov_strdup(OpenSSL_version(OPENSSL_VERSION));
+    out->libarchive_version = vt_prov_strdup(archive_version_string());
+    out->zlib_version = vt_prov_strdup(zlibVersion());
+    out->cjson_version = vt_prov_strdup(cJSON_Version());
+    char pv[64];
+    if (pcre2_config(PCRE2_CONFIG_VERSION, pv) > 0 && memchr(pv, '\0', sizeof pv))
+        out->pcre2_version = vt_prov_strdup(pv);
+    read_cpu(out);
+    struct utsname u;
+    if (uname(&u) == 0) {
+        out->kernel = vt_prov_strdup(u.release);
+        out->machine = vt_prov_strdup(u.machine);
+    }
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    out->n_cores = nc > 0 ? (int)nc : 0;
+    cpu_set_t set;
+    out->n_cores_usable = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : out->n_cores;
+
+    const struct { const char *name; const char *value; } fields[] = {
+        { "binary_path", out->binary_path },       { "openssl_version", out->openssl_version },
+        { "libarchive_version", out->libarchive_version }, { "zlib_version", out->zlib_version },
+        { "cjson_version", out->cjson_version },   { "pcre2_version", out->pcre2_version },
+        { "cpu_model", out->cpu_model },           { "cpu_flags", out->cpu_flags },
+        { "kernel", out->kernel },                 { "machine", out->machine },
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (!fields[i].value || !fields[i].value[0])
+            vt_sbuf_printf(&miss, "%s ", fields[i].name);
+    if (out->n_cores <= 0)
+        vt_sbuf_puts(&miss, "n_cores ");
+    if (miss.oom) {
+        free(miss.p);
+        vt_runtime_identity_free(out);
+        return vt_error_set(err, VT_EINPUT, "runtime identity: out of memory");
+    }
+    if (miss.n) {
+        miss.p[--miss.n] = '\0'; /* trailing space */
+        out->unresolved = vt_sbuf_take(&miss);
+    } else {
+        free(miss.p);
+        out->resolved = 1;
+    }
+    return VT_OK;
+}
+
+char *vt_runtime_identity_to_json(const vt_runtime_identity *id)
+{
+    vt_sbuf b = { 0 };
+    vt_sbuf_printf(&b, "{\n  \"schema\": \"vt.runtime-identity/1\",\n  \"resolved\": %s,\n  \"unresolved\": ",
+                   id->resolved ? "true" : "false");
+    if (id->unresolved)
+        vt_sbuf_json_str(&b, id->unresolved);
+    else
+        vt_sbuf_puts(&b, "null");
+    vt_sbuf_puts(&b, ",\n  \"binary\": {\"path\": ");
+    vt_sbuf_json_str(&b, id->binary_path);
+    vt_sbuf_printf(&b, ", \"size\": %llu, \"sha256\": \"%s\"},\n  \"objects\": [",
+                   (unsigned long long)id->binary_size, id->binary_sha256.hex);
+    for (int i = 0; i < id->n_objects; i++) {
+        vt_sbuf_puts(&b, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
+        vt_sbuf_json_str(&b, id->objects[i].path);
+        vt_sbuf_printf(&b, ", \"size\": %llu, \"sha256\": \"%s\"}", (unsigned long long)id->objects[i].size,
+                       id->objects[i].sha256.hex);
+    }
+    vt_sbuf_puts(&b, id->n_objects ? "\n  ],\n  \"libraries\": {\"openssl\": " : "],\n  \"libraries\": {\"openssl\": ");
+    vt_sbuf_json_str(&b, id->openssl_version);
+    vt_sbuf_puts(&b, ", \"libarchive\": ");
+    vt_sbuf_json_str(&b, id->libarchive_version);
+    vt_sbuf_puts(&b, ", \"zlib\": ");
+    vt_sbuf_json_str(&b, id->zlib_version);
+    vt_sbuf_puts(&b, ", \"cjson\": ");
+    vt_sbuf_json_str(&b, id->cjson_version);
+    vt_sbuf_puts(&b, ", \"pcre2\": ");
+    vt_sbuf_json_str(&b, id->pcre2_version);
+    vt_sbuf_puts(&b, "},\n  \"cpu\": {\"model\": ");
+    vt_sbuf_json_str(&b, id->cpu_model);
+    vt_sbuf_puts(&b, ", \"flags\": ");
+    vt_sbuf_json_str(&b, id->cpu_flags);
+    vt_sbuf_printf(&b, ", \"cores\": %d, \"cores_usable\": %d},\n  \"kernel\": ", id->n_cores, id->n_cores_usable);
+    vt_sbuf_json_str(&b, id->kernel);
+    vt_sbuf_puts(&b, ",\n  \"machine\": ");
+    vt_sbuf_json_str(&b, id->machine);
+    vt_sbuf_puts(&b, "\n}\n");
+    return vt_sbuf_take(&b);
+}

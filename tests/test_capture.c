@@ -1,0 +1,955 @@
+/* vt-capture on tiny F32 Qwen3 fixtures (made by `vt fixture make` in a
+ * temp dir), one runner thread, 4 tokens per run:
+ *  - every strict refusal, each triggered alone where it can be, and its
+ *    message: 9 repeats; a model byte changed after the manifest; no
+ *    manifest; a resolved setting differing from the request (eager mode
+ *    with --threads 2 runs 1 thread); no launcher manifest; a wheel with a
+ *    tampered member; an oracle shared object tampered after unpacking;
+ *  - publication refusals: output = input by path, symlink and hard link;
+ *    the two outputs aliasing each other; an existing output without
+ *    --overwrite; a failure injected between the two files of the group;
+ *  - strict captures by both runners that publish, validate against
+ *    capture/vt.capture.schema.json, recompute their seals, repeat byte
+ *    for byte, and whose side file holds the logits they hash;
+ *  - actual-prefix scoring of the engine's capture by llama.cpp: every gap
+ *    0 on F32 weights; a tampered or malformed LOCAL refused;
+ *  - prompt file refusals; canonical JSON; the schema validator; what both
+ *    runners report as their resolved settings. */
+#include <criterion/criterion.h>
+
+#include "capture/canonical_json.h"
+#include "capture/capture.h"
+#include "capture/json_schema.h"
+#include "capture/logits_file.h"
+#include "provenance/provenance.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <glob.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NPM_TARBALL VT_DEPS_DIR "/npm/node-llama-cpp-linux-x64-3.22.1.tgz"
+#define ORACLE_PKG VT_DEPS_DIR "/linux-x64"
+#define SCHEMA VT_SOURCE_DIR "/capture/vt.capture.schema.json"
+
+typedef struct env {
+    char dir[64];
+    char model[128], prompts[128], manifest[128], launcher[128];
+    char out[128], logits[128];
+    char cmd_out[65536], cmd_err[65536]; /* the last command's stdout and stderr */
+} env;
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+static void spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Runs a shell command with stdout and stderr kept in e; its exit status. */
+static int sh(env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(env *e, const char *fmt, ...)
+{
+    char cmd[4096], full[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s >'%s/.stdout' 2>'%s/.stderr'", cmd, e->dir, e->dir);
+    int st = system(full);
+    char p[160];
+    snprintf(p, sizeof p, "%s/.stdout", e->dir);
+    char *s = slurp(p, NULL);
+    snprintf(e->cmd_out, sizeof e->cmd_out, "%s", s ? s : "");
+    free(s);
+    snprintf(p, sizeof p, "%s/.stderr", e->dir);
+    s = slurp(p, NULL);
+    snprintf(e->cmd_err, sizeof e->cmd_err, "%s", s ? s : "");
+    free(s);
+    cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
+    /* A sanitizer build's report in a child fails the test, whatever it exited with. */
+    cr_assert(!strstr(e->cmd_err, "Sanitizer") && !strstr(e->cmd_err, "runtime error:"), "%s:\n%s", cmd, e->cmd_err);
+    return WEXITSTATUS(st);
+}
+
+/* A temp dir with a tiny F32 model, two prompts, the model's manifest and
+ * a launcher manifest. */
+static void setup(env *e)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->dir, sizeof e->dir, "/tmp/vt-capture-XXXXXX");
+    cr_assert_not_null(mkdtemp(e->dir));
+    snprintf(e->model, sizeof e->model, "%s/tiny.gguf", e->dir);
+    snprintf(e->prompts, sizeof e->prompts, "%s/prompts.jsonl", e->dir);
+    snprintf(e->manifest, sizeof e->manifest, "%s/model.manifest.json", e->dir);
+    snprintf(e->launcher, sizeof e->launcher, "%s/launcher.json", e->dir);
+    snprintf(e->out, sizeof e->out, "%s/c.json", e->dir);
+    snprintf(e->logits, sizeof e->logits, "%s/c.logits", e->dir);
+    cr_assert_eq(sh(e, "'%s' fixture make --arch qwen3 --preset tiny --weights F32 --seed 1 -o '%s'", VT_BIN,
+                    e->model), 0, "%s", e->cmd_err);
+    spit(e->prompts, "{\"id\":\"hello\",\"text\":\"Hello world\"}\n"
+                     "\n"
+                     "{\"id\":\"ids\",\"tokens\":[1007,11,879,0,100]}\n");
+    vt_manifest m;
+    vt_error err;
+    vt_error_clear(&err);
+    const char *files[] = { e->model };
+    cr_assert_eq(vt_manifest_make_for(e->manifest, files, 1, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, e->manifest, &err), VT_OK, "%s", err.msg);
+    vt_manifest_free(&m);
+    spit(e->launcher, "{\"launcher\":\"test_capture\",\"image\":\"local\",\"argv\":[\"vt-capture\"],\"n\":1.5}\n");
+}
+
+static void teardown(env *e)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", e->dir, e->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A strict capture command line, before any extra options. */
+#define STRICT_ARGS "--model '%s' --prompts '%s' --threads 1 --max-tokens 4 --top-k 5 --no-timestamp --strict"
+
+static int capture_strict(env *e, const char *runner, const char *out, const char *extra)
+{
+    return sh(e, "'%s' capture --runner %s " STRICT_ARGS " --repetitions 10 --model-manifest '%s' "
+                 "--launcher-manifest '%s' --out '%s' %s",
+              VT_BIN, runner, e->model, e->prompts, e->manifest, e->launcher, out, extra ? extra : "");
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A refused strict capture: exit 1, the reason on stderr, nothing written. */
+static void expect_refused(env *e, int rc, const char *reason)
+{
+    cr_assert_eq(rc, 1, "exit %d, expected 1; stderr: %s", rc, e->cmd_err);
+    cr_assert(strstr(e->cmd_err, reason), "stderr lacks '%s':\n%s", reason, e->cmd_err);
+    cr_assert(!exists(e->out), "%s written", e->out);
+    cr_assert(!exists(e->logits), "%s written", e->logits);
+    /* One line per reason, each naming the output. */
+    for (const char *l = e->cmd_err; *l; l = strchr(l, '\n') + 1) {
+        cr_assert(strncmp(l, "vt-capture: strict: ", 20) == 0, "line: %s", l);
+        if (!strchr(l, '\n'))
+            break;
+    }
+}
+
+static cJSON *load_json(const char *path)
+{
+    size_t n;
+    char *s = slurp(path, &n);
+    cr_assert_not_null(s, "%s", path);
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    cr_assert_not_null(j, "%s: not JSON", path);
+    free(s);
+    return j;
+}
+
+/* The file is canonical JSON and a newline; both seals recompute; it
+ * validates against the schema ($defs/capture or $defs/prefix_scores). */
+static cJSON *check_document(const char *path, const char *def)
+{
+    size_t n;
+    char *text = slurp(path, &n);
+    cr_assert_not_null(text);
+    cJSON *doc = cJSON_ParseWithLength(text, n);
+    cr_assert_not_null(doc);
+    vt_error err;
+    vt_error_clear(&err);
+    size_t cn;
+    char *canon = vt_canonical_json(doc, &cn, &err);
+    cr_assert_not_null(canon, "%s", err.msg);
+    cr_assert(cn + 1 == n && memcmp(canon, text, cn) == 0 && text[cn] == '\n', "%s: not canonical", path);
+    free(canon);
+    free(text);
+
+    /* seal: the document without its last member, seal. */
+    cJSON *copy = cJSON_Duplicate(doc, 1);
+    cJSON *seal = cJSON_DetachItemFromObjectCaseSensitive(copy, "seal");
+    cr_assert(cJSON_IsString(seal));
+    vt_sha256_hex h;
+    cr_assert_eq(vt_canonical_sha256(copy, &h, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(h.hex, seal->valuestring);
+    cJSON_Delete(seal);
+    cJSON_Delete(copy);
+    /* workload_seal: {model{files,revision,arch,gguf}, prompts, settings.resolved}. */
+    cJSON *w = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(w, "model");
+    const cJSON *model = cJSON_GetObjectItem(doc, "model");
+    const char *keys[] = { "files", "revision", "arch", "gguf" };
+    for (int i = 0; i < 4; i++)
+        cJSON_AddItemToObject(m, keys[i], cJSON_Duplicate(cJSON_GetObjectItem(model, keys[i]), 1));
+    cJSON_AddItemToObject(w, "prompts", cJSON_Duplicate(cJSON_GetObjectItem(doc, "prompts"), 1));
+    cJSON_AddItemToObject(w, "settings",
+                          cJSON_Duplicate(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "settings"), "resolved"), 1));
+    cr_assert_eq(vt_canonical_sha256(w, &h, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(h.hex, cJSON_GetObjectItem(doc, "workload_seal")->valuestring);
+    cJSON_Delete(w);
+    cr_assert_eq(vt_capture_verify_seals(doc, &err), VT_OK, "%s", err.msg);
+
+    cJSON *schema = load_json(SCHEMA);
+    const cJSON *sub = vt_json_schema_at(schema, def);
+    cr_assert_not_null(sub, "%s", def);
+    cr_assert_eq(vt_json_schema_check(schema, sub, doc, &err), VT_OK, "%s: %s", path, err.msg);
+    cJSON_Delete(schema);
+    return doc;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert_not_null(v, "member %s missing", key);
+    return v;
+}
+
+/* Flips the first byte of needle found in the file. */
+static void flip_in_file(const char *path, const char *needle)
+{
+    size_t n;
+    char *s = slurp(path, &n);
+    cr_assert_not_null(s);
+    char *at = memmem(s, n, needle, strlen(needle));
+    cr_assert_not_null(at, "%s: '%s' not found", path, needle);
+    *at ^= 0x20;
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, at - s, SEEK_SET);
+    fputc(*at, f);
+    fclose(f);
+    free(s);
+}
+
+/* ------------------------------------------------------ strict refusals */
+
+Test(strict, refuses_nine_repeats)
+{
+    env e;
+    setup(&e);
+    int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 9 --model-manifest '%s' "
+                    "--launcher-manifest '%s' --out '%s' --logits-out '%s'",
+                VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out, e.logits);
+    expect_refused(&e, rc, "settings.repetitions: 9: expected at least 10 identical repeats");
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(strict, refuses_a_model_byte_changed_since_the_manifest)
+{
+    env e;
+    setup(&e);
+    /* A weight's byte near the end of the file: the model still loads. */
+    FILE *f = fopen(e.model, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, -5, SEEK_END);
+    int ch = fgetc(f);
+    fseek(f, -5, SEEK_END);
+    fputc(ch ^ 1, f);
+    fclose(f);
+    int rc = capture_strict(&e, "engine", e.out, NULL);
+    expect_refused(&e, rc, "model.files[0] 'tiny.gguf': size");
+    cr_assert(strstr(e.cmd_err, "as " ), "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "model.manifest.json: "), "the manifest check's own line: %s", e.cmd_err);
+    cr_assert_eq(count_lines(e.cmd_err), 2, "the manifest's check and the model file's: %s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(strict, refuses_without_a_manifest)
+{
+    env e;
+    setup(&e);
+    int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 10 --launcher-manifest '%s' --out '%s'",
+                VT_BIN, e.model, e.prompts, e.launcher, e.out);
+    expect_refused(&e, rc, "--model-manifest: missing: expected a vt.manifest/1 listing every model file");
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+/* The real case: eager mode runs one thread whatever --threads asks. */
+Test(strict, refuses_a_resolved_setting_that_differs)
+{
+    env e;
+    setup(&e);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --max-tokens 4 --no-timestamp --strict "
+                    "--mode eager --threads 2 --repetitions 10 --model-manifest '%s' --launcher-manifest '%s' --out '%s'",
+                VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out);
+    expect_refused(&e, rc, "settings.resolved.threads: 1: expected the requested 2");
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    /* Allowed explicitly, it publishes with the difference recorded. */
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --max-tokens 4 --no-timestamp --strict "
+                "--mode eager --threads 2 --repetitions 10 --model-manifest '%s' --launcher-manifest '%s' --out '%s' "
+                "--allow-setting-difference threads",
+            VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *doc = check_document(e.out, "#/$defs/capture");
+    const cJSON *diffs = get(get(doc, "settings"), "differences");
+    int found = 0;
+    for (const cJSON *d = diffs->child; d; d = d->next)
+        if (strcmp(get(d, "field")->valuestring, "threads") == 0) {
+            found = 1;
+            cr_assert_eq(get(d, "requested")->valuedouble, 2);
+            cr_assert_eq(get(d, "resolved")->valuedouble, 1);
+            cr_assert(cJSON_IsTrue(get(d, "allowed")));
+        }
+    cr_assert(found);
+    cJSON_Delete(doc);
+    teardown(&e);
+}
+
+Test(strict, refuses_without_a_launcher_manifest)
+{
+    env e;
+    setup(&e);
+    int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 10 --model-manifest '%s' --out '%s'",
+                VT_BIN, e.model, e.prompts, e.manifest, e.out);
+    expect_refused(&e, rc, "--launcher-manifest: missing: expected the launcher's manifest");
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+/* Copies a zip, flipping one byte of one member's data. */
+static void tamper_wheel(const char *src, const char *dst, const char *member)
+{
+    struct archive *in = archive_read_new(), *out = archive_write_new();
+    archive_read_support_format_zip(in);
+    cr_assert_eq(archive_read_open_filename(in, src, 1 << 16), ARCHIVE_OK, "%s", archive_error_string(in));
+    archive_write_set_format_zip(out);
+    cr_assert_eq(archive_write_open_filename(out, dst), ARCHIVE_OK);
+    struct archive_entry *ent;
+    int tampered = 0;
+    while (archive_read_next_header(in, &ent) == ARCHIVE_OK) {
+        la_int64_t size = archive_entry_size(ent);
+        char *data = malloc((size_t)size + 1);
+        cr_assert_not_null(data);
+        cr_assert_eq(archive_read_data(in, data, (size_t)size), size);
+        if (strcmp(archive_entry_pathname(ent), member) == 0 && size > 0) {
+            data[0] ^= 0x01;
+            tampered = 1;
+        }
+        cr_assert_eq(archive_write_header(out, ent), ARCHIVE_OK, "%s", archive_error_string(out));
+        cr_assert_eq(archive_write_data(out, data, (size_t)size), size);
+        free(data);
+    }
+    cr_assert(tampered, "%s: no member %s", src, member);
+    archive_read_free(in);
+    cr_assert_eq(archive_write_close(out), ARCHIVE_OK);
+    archive_write_free(out);
+}
+
+Test(strict, refuses_a_wheel_with_a_tampered_member)
+{
+    env e;
+    setup(&e);
+    glob_t g;
+    cr_assert_eq(glob("/usr/share/python-wheels/pip-*.whl", 0, NULL, &g), 0, "no pip wheel");
+    char whl[160];
+    snprintf(whl, sizeof whl, "%s/%s", e.dir, strrchr(g.gl_pathv[0], '/') + 1);
+    tamper_wheel(g.gl_pathv[0], whl, "pip/__init__.py");
+    globfree(&g);
+    char extra[200];
+    snprintf(extra, sizeof extra, "--package '%s'", whl);
+    int rc = capture_strict(&e, "engine", e.out, extra);
+    expect_refused(&e, rc, "pip/__init__.py: SHA256 of the member is");
+    cr_assert(strstr(e.cmd_err, "not published: package "), "%s", e.cmd_err);
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+/* The oracle's libraries unpacked elsewhere, one byte of a loaded object
+ * changed (in .comment, which is not loaded, so it still runs), the runner
+ * pointed there: the loaded object differs from its tarball member. */
+Test(strict, refuses_a_tampered_oracle_shared_object)
+{
+    env e;
+    setup(&e);
+    char root[128];
+    snprintf(root, sizeof root, "%s/pkg", e.dir);
+    cr_assert_eq(sh(&e, "cp -a '%s' '%s'", ORACLE_PKG, root), 0, "%s", e.cmd_err);
+    char so[200];
+    snprintf(so, sizeof so, "%s/bins/linux-x64/libggml-base.so", root);
+    flip_in_file(so, "GCC: (");
+    int rc = sh(&e, "VT_GGML_LIBDIR='%s/bins/linux-x64' '%s' capture --runner llamacpp " STRICT_ARGS
+                    " --repetitions 10 --model-manifest '%s' --launcher-manifest '%s' --out '%s' --package '%s'",
+                root, VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out, NPM_TARBALL);
+    expect_refused(&e, rc, "libggml-base.so");
+    cr_assert(strstr(e.cmd_err, "not published: package "), "%s", e.cmd_err);
+    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+/* -------------------------------------------------- publication refusals */
+
+static void expect_alias_refused(env *e, const char *out, const char *extra, const char *input, const char *before)
+{
+    int rc = sh(e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                   "--model-manifest '%s' --launcher-manifest '%s' --no-timestamp --overwrite --out '%s' %s",
+                VT_BIN, e->model, e->prompts, e->manifest, e->launcher, out, extra ? extra : "");
+    cr_assert_eq(rc, 2, "exit %d, expected 2: %s", rc, e->cmd_err);
+    cr_assert(strstr(e->cmd_err, "vt-capture: "), "%s", e->cmd_err);
+    cr_assert_eq(strchr(e->cmd_err, '\n') - e->cmd_err + 1, (long)strlen(e->cmd_err), "one line: %s", e->cmd_err);
+    char *now = slurp(input, NULL);
+    cr_assert(now && strcmp(now, before) == 0, "%s changed", input);
+    free(now);
+}
+
+Test(publish, refuses_outputs_that_alias_inputs)
+{
+    env e;
+    setup(&e);
+    char *prompts = slurp(e.prompts, NULL), *launcher = slurp(e.launcher, NULL);
+    /* By path, spelled differently. */
+    char spelled[200];
+    snprintf(spelled, sizeof spelled, "%s/./prompts.jsonl", e.dir);
+    expect_alias_refused(&e, spelled, NULL, e.prompts, prompts);
+    /* By symlink. */
+    char sym[160];
+    snprintf(sym, sizeof sym, "%s/link.json", e.dir);
+    cr_assert_eq(symlink(e.launcher, sym), 0);
+    expect_alias_refused(&e, sym, NULL, e.launcher, launcher);
+    /* By hard link. */
+    char hard[160];
+    snprintf(hard, sizeof hard, "%s/hard.json", e.dir);
+    cr_assert_eq(link(e.prompts, hard), 0);
+    expect_alias_refused(&e, hard, NULL, e.prompts, prompts);
+    /* The side file over the manifest. */
+    char *manifest = slurp(e.manifest, NULL);
+    char extra[200];
+    snprintf(extra, sizeof extra, "--logits-out '%s'", e.manifest);
+    expect_alias_refused(&e, e.out, extra, e.manifest, manifest);
+    cr_assert(!exists(e.out));
+    free(manifest);
+    free(prompts);
+    free(launcher);
+    teardown(&e);
+}
+
+Test(publish, refuses_two_outputs_that_alias_each_other)
+{
+    env e;
+    setup(&e);
+    char same[200];
+    snprintf(same, sizeof same, "%s/sub/../c.json", e.dir);
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s/sub", e.dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                    "--no-timestamp --out '%s' --logits-out '%s'",
+                VT_BIN, e.model, e.prompts, e.out, same);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "c.json"), "%s", e.cmd_err);
+    cr_assert(!exists(e.out));
+    teardown(&e);
+}
+
+Test(publish, refuses_an_existing_output_without_overwrite)
+{
+    env e;
+    setup(&e);
+    spit(e.out, "old capture\n");
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                    "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, e.out), "%s", e.cmd_err);
+    char *now = slurp(e.out, NULL);
+    cr_assert_str_eq(now, "old capture\n");
+    free(now);
+    /* With --overwrite it is replaced. */
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                "--no-timestamp --overwrite --out '%s'", VT_BIN, e.model, e.prompts, e.out);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON_Delete(check_document(e.out, "#/$defs/capture"));
+    teardown(&e);
+}
+
+static int fail_after_first_rename(const char *step, int item, void *ctx)
+{
+    (void)ctx;
+    return strcmp(step, "renamed") == 0 && item == 0;
+}
+
+Test(publish, failure_between_the_two_files_keeps_the_old_ones)
+{
+    env e;
+    setup(&e);
+    spit(e.out, "old capture\n");
+    spit(e.logits, "old logits\n");
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    o.runner = "engine";
+    o.model = e.model;
+    o.prompts = e.prompts;
+    o.out = e.out;
+    o.logits_out = e.logits;
+    o.max_tokens = 2;
+    o.settings.n_threads = 1;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_capture *c = vt_capture_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(vt_capture_run(c, &err), VT_OK, "%s", err.msg);
+    cr_assert_neq(vt_capture_publish(c, 1, fail_after_first_rename, NULL, &err), VT_OK);
+    cr_assert(strstr(err.msg, "renamed"), "%s", err.msg);
+    char *a = slurp(e.out, NULL), *b = slurp(e.logits, NULL);
+    cr_assert_str_eq(a, "old capture\n");
+    cr_assert_str_eq(b, "old logits\n");
+    free(a);
+    free(b);
+    /* No temporary or backup file is left beside them. */
+    DIR *d = opendir(e.dir);
+    for (struct dirent *de; (de = readdir(d));)
+        cr_assert(strstr(de->d_name, ".vt-") == NULL, "left behind: %s", de->d_name);
+    closedir(d);
+    /* And without the failure the same handle publishes both. */
+    cr_assert_eq(vt_capture_publish(c, 1, NULL, NULL, &err), VT_OK, "%s", err.msg);
+    vt_capture_free(c);
+    cJSON_Delete(check_document(e.out, "#/$defs/capture"));
+    teardown(&e);
+}
+
+/* ----------------------------------------------------- strict captures */
+
+/* The side file: every frame decodes to the logits its run hashed. */
+static void check_side_file(const cJSON *doc, const char *path)
+{
+    vt_sha256_hex h;
+    uint64_t size;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_sha256_file(path, &h, &size, &err), VT_OK, "%s", err.msg);
+    const cJSON *lf = get(doc, "logits_file");
+    cr_assert_str_eq(get(lf, "sha256")->valuestring, h.hex);
+    cr_assert_eq(get(lf, "size")->valuedouble, (double)size);
+    cr_assert_str_eq(get(lf, "name")->valuestring, strrchr(path, '/') + 1);
+    vt_logits_frame *fr;
+    int n;
+    cr_assert_eq(vt_logits_file_read(path, &fr, &n, &err), VT_OK, "%s", err.msg);
+    const cJSON *runs = get(doc, "runs");
+    cr_assert_eq(n, cJSON_GetArraySize(runs));
+    int i = 0;
+    for (const cJSON *r = runs->child; r; r = r->next, i++) {
+        cr_assert_eq(fr[i].prompt, get(r, "prompt")->valuedouble);
+        cr_assert_eq(fr[i].repeat, get(r, "repeat")->valuedouble);
+        cr_assert_eq(fr[i].positions, (uint32_t)cJSON_GetArraySize(get(r, "tokens")));
+        vt_logits_sha256(fr[i].logits, (size_t)fr[i].positions * fr[i].vocab, &h);
+        cr_assert_str_eq(h.hex, get(r, "logits_sha256")->valuestring);
+    }
+    vt_logits_frames_free(fr, n);
+}
+
+static void check_strict_capture(const cJSON *doc, const char *runner)
+{
+    cr_assert_str_eq(get(get(get(doc, "runtime"), "runner"), "name")->valuestring, runner);
+    cr_assert(cJSON_IsTrue(get(get(doc, "runtime"), "resolved")));
+    cr_assert(cJSON_IsTrue(get(get(doc, "model"), "verified")));
+    const cJSON *det = get(doc, "determinism");
+    cr_assert_eq(get(det, "repeats")->valuedouble, 10);
+    cr_assert(cJSON_IsTrue(get(det, "identical_tokens")) && cJSON_IsTrue(get(det, "identical_logits")));
+    cr_assert_eq(cJSON_GetArraySize(get(doc, "runs")), 20);
+    cr_assert(cJSON_IsTrue(get(get(doc, "launcher"), "attested")));
+    for (const cJSON *r = get(doc, "runs")->child; r; r = r->next) {
+        cr_assert_str_eq(get(r, "status")->valuestring, "ok");
+        cr_assert_eq(cJSON_GetArraySize(get(r, "tokens")), 4);
+        const cJSON *top = get(r, "topk");
+        cr_assert_eq(cJSON_GetArraySize(top), 4);
+        /* Greedy: each token is its position's first top-k entry. */
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(get(cJSON_GetArrayItem(cJSON_GetArrayItem(top, i), 0), "id")->valuedouble,
+                         cJSON_GetArrayItem(get(r, "tokens"), i)->valuedouble);
+    }
+}
+
+Test(capture, strict_engine_and_llamacpp_captures_publish)
+{
+    env e;
+    setup(&e);
+    /* The engine, through the vt-capture link. */
+    int rc = sh(&e, "'%s-capture' --runner engine " STRICT_ARGS " --repetitions 10 --model-manifest '%s' "
+                    "--launcher-manifest '%s' --out '%s' --logits-out '%s'",
+                VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out, e.logits);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cr_assert_str_empty(e.cmd_err);
+    cr_assert(strstr(e.cmd_out, "strict: every gate passed"), "%s", e.cmd_out);
+    cJSON *eng = check_document(e.out, "#/$defs/capture");
+    check_strict_capture(eng, "engine");
+    check_side_file(eng, e.logits);
+    cr_assert(!cJSON_GetObjectItem(eng, "created_utc"));
+
+    /* Same inputs, same bytes (no timestamp). */
+    char again[160], again_logits[160];
+    snprintf(again, sizeof again, "%s/again.json", e.dir);
+    snprintf(again_logits, sizeof again_logits, "%s/again.logits", e.dir);
+    char extra[200];
+    snprintf(extra, sizeof extra, "--logits-out '%s'", again_logits);
+    cr_assert_eq(capture_strict(&e, "engine", again, extra), 0, "%s", e.cmd_err);
+    size_t n1, n2;
+    char *a = slurp(e.out, &n1), *b = slurp(again, &n2);
+    /* The side file's name differs; everything else is the same. */
+    cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+    cr_assert_str_eq(get(get(ja, "logits_file"), "sha256")->valuestring,
+                     get(get(jb, "logits_file"), "sha256")->valuestring);
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    free(a);
+    free(b);
+    char again2[160];
+    snprintf(again2, sizeof again2, "%s/again2.json", e.dir);
+    cr_assert_eq(capture_strict(&e, "engine", again, "--overwrite"), 0, "%s", e.cmd_err);
+    cr_assert_eq(capture_strict(&e, "engine", again2, NULL), 0, "%s", e.cmd_err);
+    a = slurp(again, &n1);
+    b = slurp(again2, &n2);
+    cr_assert(n1 == n2 && memcmp(a, b, n1) == 0, "two identical captures differ");
+    free(a);
+    free(b);
+
+    /* llama.cpp with the pinned package verified against the lock. */
+    char oracle[160];
+    snprintf(oracle, sizeof oracle, "%s/oracle.json", e.dir);
+    snprintf(extra, sizeof extra, "--package '%s'", NPM_TARBALL);
+    rc = capture_strict(&e, "llamacpp", oracle, extra);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *orc = check_document(oracle, "#/$defs/capture");
+    check_strict_capture(orc, "llamacpp");
+    const cJSON *pkg = get(orc, "package");
+    cr_assert_str_eq(get(pkg, "kind")->valuestring, "npm");
+    cr_assert_str_eq(get(pkg, "name")->valuestring, "@node-llama-cpp/linux-x64");
+    cr_assert(cJSON_IsTrue(get(pkg, "verified")));
+    cr_assert_geq(cJSON_GetArraySize(get(pkg, "loaded")), 2);
+    cr_assert_eq(get(pkg, "members_checked")->valuedouble, cJSON_GetArraySize(get(pkg, "loaded")));
+    /* The same request resolves the same way in both runners: one workload. */
+    cr_assert_str_eq(get(eng, "workload_seal")->valuestring, get(orc, "workload_seal")->valuestring);
+    cr_assert_str_neq(get(eng, "seal")->valuestring, get(orc, "seal")->valuestring);
+    cJSON_Delete(eng);
+    cJSON_Delete(orc);
+    teardown(&e);
+}
+
+Test(capture, timestamp_is_sealed_and_pinned_by_source_date_epoch)
+{
+    env e;
+    setup(&e);
+    /* The side file in another directory: named relative to the capture's. */
+    char sub[160], side[200];
+    snprintf(sub, sizeof sub, "%s/side", e.dir);
+    snprintf(side, sizeof side, "%s/x.logits", sub);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    int rc = sh(&e, "SOURCE_DATE_EPOCH=1700000000 '%s' capture --runner engine --model '%s' --prompts '%s' "
+                    "--threads 1 --max-tokens 2 --out '%s' --logits-out '%s'", VT_BIN, e.model, e.prompts, e.out, side);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *doc = check_document(e.out, "#/$defs/capture");
+    cr_assert_str_eq(get(doc, "created_utc")->valuestring, "2023-11-14T22:13:20Z");
+    cr_assert_str_eq(get(get(doc, "logits_file"), "name")->valuestring, "side/x.logits");
+    /* Not strict: published although the gate would refuse it. */
+    cr_assert(strstr(e.cmd_out, "not strict-publishable"), "%s", e.cmd_out);
+    cJSON_Delete(doc);
+    teardown(&e);
+}
+
+/* ---------------------------------------------------- actual-prefix scoring */
+
+Test(prefix, llamacpp_scores_the_engine_capture_with_zero_gaps)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(capture_strict(&e, "engine", e.out, NULL), 0, "%s", e.cmd_err);
+    char scores[160];
+    snprintf(scores, sizeof scores, "%s/scores.json", e.dir);
+    char extra[300];
+    snprintf(extra, sizeof extra, "--package '%s'", NPM_TARBALL);
+    int rc = sh(&e, "'%s' capture --runner llamacpp --model '%s' --score-prefix-of '%s' --threads 1 --repetitions 10 "
+                    "--model-manifest '%s' --launcher-manifest '%s' --no-timestamp --strict --out '%s' %s",
+                VT_BIN, e.model, e.out, e.manifest, e.launcher, scores, extra);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *local = load_json(e.out);
+    cJSON *doc = check_document(scores, "#/$defs/prefix_scores");
+    const cJSON *lref = get(doc, "local");
+    cr_assert_str_eq(get(lref, "seal")->valuestring, get(local, "seal")->valuestring);
+    cr_assert_str_eq(get(lref, "workload_seal")->valuestring, get(local, "workload_seal")->valuestring);
+    int positions = 0;
+    for (const cJSON *r = get(doc, "runs")->child; r; r = r->next) {
+        cr_assert_str_eq(get(r, "status")->valuestring, "ok");
+        /* The scored tokens are LOCAL's repeat 0. */
+        int p = (int)get(r, "prompt")->valuedouble;
+        const cJSON *lrun = NULL;
+        for (const cJSON *x = get(local, "runs")->child; x && !lrun; x = x->next)
+            if (get(x, "prompt")->valuedouble == p && get(x, "repeat")->valuedouble == 0)
+                lrun = x;
+        cr_assert(cJSON_Compare(get(r, "tokens"), get(lrun, "tokens"), 1));
+        const cJSON *lp = get(r, "logprobs"), *alp = get(r, "argmax_logprobs"), *am = get(r, "argmax");
+        for (int i = 0; i < cJSON_GetArraySize(lp); i++, positions++) {
+            double gap = cJSON_GetArrayItem(alp, i)->valuedouble - cJSON_GetArrayItem(lp, i)->valuedouble;
+            cr_assert_eq(gap, 0.0, "prompt %d position %d: gap %g", p, i, gap);
+            cr_assert_eq(cJSON_GetArrayItem(am, i)->valuedouble, cJSON_GetArrayItem(get(r, "tokens"), i)->valuedouble);
+        }
+    }
+    cr_assert_eq(positions, 2 * 10 * 4);
+    cJSON_Delete(doc);
+    cJSON_Delete(local);
+    teardown(&e);
+}
+
+Test(prefix, refuses_a_tampered_or_malformed_local)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 3 "
+                        "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out), 0, "%s", e.cmd_err);
+    char bad[160], scores[160];
+    snprintf(bad, sizeof bad, "%s/bad.json", e.dir);
+    snprintf(scores, sizeof scores, "%s/scores.json", e.dir);
+    /* One token changed: the seal no longer recomputes. */
+    cJSON *doc = load_json(e.out);
+    cJSON *tok = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 0), "tokens"), 0);
+    cJSON_SetNumberValue(tok, tok->valuedouble == 1 ? 2 : 1);
+    char *text = cJSON_PrintUnformatted(doc);
+    spit(bad, text);
+    free(text);
+    cJSON_Delete(doc);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+                e.model, bad, scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: field seal: "), "%s", e.cmd_err);
+    /* Not JSON at all. */
+    spit(bad, "{\"schema\": \"vt.capture/1\", \"runs\": [");
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+            e.model, bad, scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: offset "), "%s", e.cmd_err);
+    /* Another schema. */
+    spit(bad, "{\"schema\": \"vt.manifest/1\"}");
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+            e.model, bad, scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: field schema: expected \"vt.capture/1\""), "%s", e.cmd_err);
+    cr_assert(!exists(scores));
+    teardown(&e);
+}
+
+/* ---------------------------------------------------------- prompt files */
+
+static void expect_prompt_refused(env *e, const char *content, const char *message)
+{
+    spit(e->prompts, content);
+    int rc = sh(e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --out '%s'", VT_BIN, e->model,
+                e->prompts, e->out);
+    cr_assert_eq(rc, 2, "%s", e->cmd_err);
+    char want[400];
+    snprintf(want, sizeof want, "vt-capture: %s: %s\n", e->prompts, message);
+    cr_assert_str_eq(e->cmd_err, want);
+    cr_assert(!exists(e->out));
+}
+
+Test(prompts, bad_lines_are_refused_with_file_line_and_field)
+{
+    env e;
+    setup(&e);
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n",
+                          "line 2: field id: 'a' already used: expected unique ids");
+    expect_prompt_refused(&e, "{\"text\":\"x\"}\n", "line 1: field id: expected a non-empty UTF-8 string");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"tokens\":[1,2,999999]}\n",
+                          "line 1: field tokens[2]: expected an integer id in 0..1279");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"tokens\":[]}\n",
+                          "line 1: field tokens: expected a non-empty list of token ids");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\",\"tokens\":[1]}\n",
+                          "line 1: field text/tokens: expected exactly one of the two");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\",\"extra\":1}\n",
+                          "line 1: field extra: expected only id, text or tokens");
+    expect_prompt_refused(&e, "\n\n{\"id\":\"a\",\"text\":\"x\"} {}\n",
+                          "line 3: column 22: expected one JSON object on the line");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\"}\n[1,2]\n",
+                          "line 2: expected a JSON object {id, text} or {id, tokens}");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\": \n", "line 2: column 7: expected a JSON object");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"\xff\"}\n", "line 1: field text: expected a UTF-8 string");
+    expect_prompt_refused(&e, "\n  \n", "no prompts: expected one JSON object per line");
+    teardown(&e);
+}
+
+/* ------------------------------------------------------- canonical JSON */
+
+static void expect_canonical(const char *in, const char *out)
+{
+    cJSON *j = cJSON_Parse(in);
+    cr_assert_not_null(j, "%s", in);
+    vt_error err;
+    vt_error_clear(&err);
+    size_t n;
+    char *s = vt_canonical_json(j, &n, &err);
+    cr_assert_not_null(s, "%s: %s", in, err.msg);
+    cr_assert_str_eq(s, out);
+    /* Idempotent: the canonical text parses back to itself. */
+    cJSON *k = cJSON_Parse(s);
+    char *t = vt_canonical_json(k, &n, &err);
+    cr_assert_str_eq(t, out);
+    free(s);
+    free(t);
+    cJSON_Delete(j);
+    cJSON_Delete(k);
+}
+
+Test(canonical, numbers_strings_and_order)
+{
+    expect_canonical("{ \"b\" : 1 , \"a\" : [ true , false , null ] }", "{\"b\":1,\"a\":[true,false,null]}");
+    expect_canonical("[1.0, -0.0, 1e3, 9007199254740991, 9007199254740993, 0.1, -2.5e-7, 1234567890.5]",
+                     "[1,0,1000,9007199254740991,9007199250000000,0.1,-2.5e-07,1234567890]");
+    expect_canonical("[\"q\\\"b\\\\s/\\u0001\\n\\t\\u00e9\\u20ac\"]", "[\"q\\\"b\\\\s/\\u0001\\n\\t\xc3\xa9\xe2\x82\xac\"]");
+    /* An F32 value round-trips through its 9 digits. */
+    float f = 0.1f + 1e-9f;
+    char buf[32];
+    vt_canonical_number((double)f, buf);
+    cr_assert_eq((float)strtod(buf, NULL), f);
+}
+
+Test(canonical, refuses_what_has_no_canonical_form)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *j = cJSON_Parse("{\"a\":1,\"b\":{\"c\":2,\"c\":3}}");
+    cr_assert_null(vt_canonical_json(j, NULL, &err));
+    cr_assert_str_eq(err.msg, "$.b: key 'c' twice: expected unique keys");
+    cJSON_Delete(j);
+    j = cJSON_CreateArray();
+    cJSON_AddItemToArray(j, cJSON_CreateNumber(NAN));
+    cr_assert_null(vt_canonical_json(j, NULL, &err));
+    cr_assert(strstr(err.msg, "$[0]: "), "%s", err.msg);
+    cJSON_Delete(j);
+    j = cJSON_CreateString("\xc0\xaf");
+    cr_assert_null(vt_canonical_json(j, NULL, &err));
+    cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------ schema validator */
+
+static int check_against(const char *schema_text, const char *doc_text, vt_error *err)
+{
+    cJSON *s = cJSON_Parse(schema_text), *d = cJSON_Parse(doc_text);
+    cr_assert(s && d);
+    int rc = vt_json_schema_check(s, s, d, err);
+    cJSON_Delete(s);
+    cJSON_Delete(d);
+    return rc;
+}
+
+Test(schema, validator_checks_the_subset)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    const char *s = "{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{"
+                    "\"a\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"}},"
+                    "\"b\":{\"enum\":[\"x\",\"y\"]},\"c\":{\"const\":true},"
+                    "\"d\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{4}$\"}},"
+                    "\"additionalProperties\":false,\"$defs\":{\"n\":{\"type\":\"integer\",\"minimum\":0}}}";
+    cr_assert_eq(check_against(s, "{\"a\":[0,1,2],\"b\":\"x\",\"c\":true,\"d\":\"00af\"}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(s, "{\"a\":[0,-1]}", &err), VT_ECHECK);
+    cr_assert_str_eq(err.msg, "$.a[1]: -1: expected at least 0");
+    cr_assert_eq(check_against(s, "{\"a\":[0.5]}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(s, "{}", &err), VT_ECHECK);
+    cr_assert_str_eq(err.msg, "$: member 'a' missing: expected it (required)");
+    cr_assert_eq(check_against(s, "{\"a\":[],\"b\":\"z\"}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(s, "{\"a\":[],\"c\":false}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(s, "{\"a\":[],\"d\":\"00AF\"}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(s, "{\"a\":[],\"e\":1}", &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "member 'e'"), "%s", err.msg);
+    /* A keyword outside the subset is refused, not ignored. */
+    cr_assert_eq(check_against("{\"type\":\"object\",\"maxProperties\":1}", "{}", &err), VT_EINPUT);
+}
+
+Test(schema, a_changed_capture_fails_its_schema)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                        "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out), 0, "%s", e.cmd_err);
+    cJSON *doc = check_document(e.out, "#/$defs/capture");
+    cJSON *schema = load_json(SCHEMA);
+    cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 1);
+    cJSON_ReplaceItemInObject(run, "status", cJSON_CreateString("done"));
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_json_schema_check(schema, schema, doc, &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "$.runs[1].status: expected one of"), "%s", err.msg);
+    /* And its seal no longer recomputes. */
+    cr_assert_eq(vt_capture_verify_seals(doc, &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "field seal: "), "%s", err.msg);
+    cJSON_Delete(schema);
+    cJSON_Delete(doc);
+    teardown(&e);
+}
+
+/* ------------------------------------------------------ resolved settings */
+
+static void expect_resolved(const char *runner, const char *model, vt_exec_mode mode, int32_t threads,
+                            int32_t n_batch, int32_t want_threads, int32_t want_batch)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = model;
+    s.mode = mode;
+    s.n_threads = threads;
+    s.n_ctx = 16;
+    s.n_batch = n_batch;
+    s.matmul = VT_MATMUL_EXACT;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r = vt_runner_open(vt_runner_find(runner), &s, &err);
+    cr_assert_not_null(r, "%s", err.msg);
+    vt_runner_settings res;
+    vt_runner_resolved(r, &res);
+    cr_assert_eq(res.mode, mode, "%s", runner);
+    cr_assert_eq(res.cache_dtype, VT_CACHE_F32, "%s: auto resolves to f32", runner);
+    cr_assert_eq(res.n_threads, want_threads, "%s: threads %d", runner, res.n_threads);
+    cr_assert_eq(res.n_batch, want_batch, "%s: n_batch %d", runner, res.n_batch);
+    cr_assert_eq(res.n_ctx, 16);
+    /* The engine does what it is asked; llama.cpp's CPU backend is q8. */
+    cr_assert_eq(res.matmul, strcmp(runner, "engine") == 0 ? VT_MATMUL_EXACT : VT_MATMUL_Q8, "%s", runner);
+    vt_runner_close(r);
+}
+
+Test(runner, resolved_settings)
+{
+    env e;
+    setup(&e);
+    expect_resolved("engine", e.model, VT_MODE_EAGER, 2, 64, 1, 1);
+    expect_resolved("engine", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16);
+    expect_resolved("llamacpp", e.model, VT_MODE_EAGER, 2, 64, 1, 1);
+    expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16);
+    teardown(&e);
+}

@@ -1,0 +1,854 @@
+/* provenance/: SHA-256 (vectors, against `openssl dgst`, serial = parallel =
+ * pipelined), vt.manifest/1 (make, verify, tampering, strict reading),
+ * runtime identity, wheel verification (the real pip wheel, a tampered
+ * rebuild, a pip-installed copy, a rewritten script) and npm verification
+ * (the pinned tarballs, a tampered loaded object, a wrong lock). */
+#include <criterion/criterion.h>
+
+#include "provenance/provenance.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* scripts/bootstrap's output: VT_VOCAB_DIR is <deps>/llama.cpp/models. */
+#define DEPS VT_VOCAB_DIR "/../.."
+#define NPM_DIR DEPS "/npm"
+#define BINS_TGZ NPM_DIR "/node-llama-cpp-linux-x64-3.22.1.tgz"
+#define MAIN_TGZ NPM_DIR "/node-llama-cpp-3.22.1.tgz"
+#define BINS_ROOT DEPS "/linux-x64"
+#define GGML_BASE BINS_ROOT "/bins/linux-x64/libggml-base.so"
+#define LOCK lock_path()
+#define BINS_NAME "@node-llama-cpp/linux-x64"
+
+static char tmpdir[64];
+
+/* The project's lock file: oracle/ next to this test's tests/ directory. */
+static const char *lock_path(void)
+{
+    static char p[1024];
+    const char *f = __FILE__, *slash = strrchr(f, '/');
+    cr_assert_not_null(slash, "__FILE__ is not a path: %s", f);
+    snprintf(p, sizeof p, "%.*s/../oracle/llamacpp.lock.json", (int)(slash - f), f);
+    return p;
+}
+
+static void make_dir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt-prov-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A path in this test's directory; 64 live at a time (a test uses fewer). */
+static char *tpath(const char *name)
+{
+    static char buf[64][512];
+    static int k;
+    char *p = buf[k++ % 64];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* Deterministic bytes (xorshift) so failures reproduce. */
+static void write_random(const char *path, size_t n, uint64_t seed)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    unsigned char buf[65536];
+    while (n) {
+        size_t k = n < sizeof buf ? n : sizeof buf;
+        for (size_t i = 0; i < k; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            buf[i] = (unsigned char)(x >> 32);
+        }
+        cr_assert_eq(fwrite(buf, 1, k, f), k);
+        n -= k;
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Flips one byte of a file in place. */
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fseek(f, off, SEEK_SET), 0);
+    int c = fgetc(f);
+    cr_assert_neq(c, EOF);
+    cr_assert_eq(fseek(f, off, SEEK_SET), 0);
+    fputc(c ^ 0x20, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static int run(const char *cmd)
+{
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st), "%s", cmd);
+    return WEXITSTATUS(st);
+}
+
+static int has_line(char **lines, int n, const char *a, const char *b)
+{
+    for (int i = 0; i < n; i++)
+        if (strstr(lines[i], a) && (!b || strstr(lines[i], b)))
+            return 1;
+    return 0;
+}
+
+static void dump(const vt_package_report *r)
+{
+    for (int i = 0; i < r->n_problems; i++)
+        fprintf(stderr, "problem: %s\n", r->problems[i]);
+}
+
+/* ---- SHA-256 ---- */
+
+Test(sha256, known_vectors)
+{
+    vt_sha256_hex h;
+    cr_assert_eq(vt_sha256_buffer("", 0, &h), VT_OK);
+    cr_assert_str_eq(h.hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    cr_assert_eq(vt_sha256_buffer("abc", 3, &h), VT_OK);
+    cr_assert_str_eq(h.hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    cr_assert_eq(vt_sha256_buffer(two, strlen(two), &h), VT_OK);
+    cr_assert_str_eq(h.hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void openssl_sha256(const char *path, char out[65])
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "openssl dgst -sha256 -r '%s'", path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char line[1024] = { 0 };
+    cr_assert_not_null(fgets(line, sizeof line, p), "%s gave no output", cmd);
+    cr_assert_eq(pclose(p), 0, "%s", cmd);
+    memcpy(out, line, 64);
+    out[64] = '\0';
+}
+
+Test(sha256, file_matches_openssl_in_every_read_mode, .init = make_dir, .fini = remove_dir)
+{
+    /* Sizes around the buffer edges: empty, one byte, exact multiples, odd. */
+    const size_t sizes[] = { 0, 1, 4096, 65536, (3u << 20) + 17, 8u << 20 };
+    const vt_hash_options modes[] = {
+        { 0, -1 },    /* defaults */
+        { 0, 0 },     /* serial */
+        { 0, 1 },     /* reader thread */
+        { 4093, 1 },  /* reader thread, many odd-sized hand-offs */
+        { 4096, 1 },  /* reader thread, buffer dividing the size exactly */
+        { 1000, 0 },  /* serial, small reads */
+    };
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        char *f = tpath("data.bin");
+        write_random(f, sizes[s], s + 1);
+        char want[65];
+        openssl_sha256(f, want);
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+            vt_error err;
+            vt_error_clear(&err);
+            vt_sha256_hex h;
+            uint64_t size = 123;
+            cr_assert_eq(vt_sha256_file_opts(f, &modes[m], &h, &size, &err), VT_OK, "%s", err.msg);
+            cr_assert_str_eq(h.hex, want, "size %zu mode %zu", sizes[s], m);
+            cr_assert_eq(size, sizes[s]);
+        }
+        vt_error err;
+        vt_sha256_hex h;
+        cr_assert_eq(vt_sha256_file(f, &h, NULL, &err), VT_OK, "%s", err.msg);
+        cr_assert_str_eq(h.hex, want);
+    }
+}
+
+Test(sha256, unreadable_inputs_are_einput, .init = make_dir, .fini = remove_dir)
+{
+    vt_error err;
+    vt_sha256_hex h;
+    cr_assert_eq(vt_sha256_file(tpath("absent"), &h, NULL, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "absent") && strstr(err.msg, "No such file"), "%s", err.msg);
+    cr_assert_eq(vt_sha256_file(tmpdir, &h, NULL, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, tmpdir), "%s", err.msg);
+}
+
+Test(sha256, parallel_equals_serial, .init = make_dir, .fini = remove_dir)
+{
+    enum { N = 14 };
+    const size_t sizes[N] = { 0, 1, 55, 56, 64, 1000, 4096, 65537, 1u << 20, (1u << 20) + 1, 3u << 20, 77777,
+                              5u << 20, 123 };
+    char names[N][512];
+    const char *paths[N];
+    for (int i = 0; i < N; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "f%02d.bin", i);
+        snprintf(names[i], sizeof names[i], "%s", tpath(n));
+        write_random(names[i], sizes[i], 100 + (uint64_t)i);
+        paths[i] = names[i];
+    }
+    vt_sha256_hex serial[N], par[N];
+    uint64_t ssz[N], psz[N];
+    vt_error err;
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(vt_sha256_file(paths[i], &serial[i], &ssz[i], &err), VT_OK, "%s", err.msg);
+    for (int threads = 1; threads <= 5; threads += 2) {
+        cr_assert_eq(vt_sha256_files(paths, N, threads, par, psz, &err), VT_OK, "%s", err.msg);
+        for (int i = 0; i < N; i++) {
+            cr_assert_str_eq(par[i].hex, serial[i].hex, "file %d threads %d", i, threads);
+            cr_assert_eq(psz[i], ssz[i]);
+            cr_assert_eq(psz[i], sizes[i]);
+        }
+    }
+    /* One unreadable file fails alone (each) or names itself (files). */
+    paths[5] = tpath("missing.bin");
+    int status[N];
+    vt_sha256_files_each(paths, N, 0, par, psz, status);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(status[i], i == 5 ? ENOENT : 0, "file %d", i);
+        if (i != 5)
+            cr_assert_str_eq(par[i].hex, serial[i].hex);
+    }
+    cr_assert_eq(par[5].hex[0], '\0');
+    cr_assert_eq(vt_sha256_files(paths, N, 3, par, psz, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "missing.bin"), "%s", err.msg);
+}
+
+/* ---- manifests ---- */
+
+static void make_model_files(void)
+{
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    write_random(tpath("models/a.gguf"), 100000, 1);
+    write_random(tpath("models/b.gguf"), 4097, 2);
+    write_text(tpath("models/tokenizer.json"), "{\"vocab\": []}\n");
+}
+
+Test(manifest, make_write_read_verify, .init = make_dir, .fini = remove_dir)
+{
+    make_model_files();
+    const char *files[] = { tpath("models/a.gguf"), tpath("models/b.gguf"), tpath("models/tokenizer.json") };
+    vt_error err;
+    vt_manifest m, back;
+    char *mpath = tpath("models/M.json");
+    cr_assert_eq(vt_manifest_make_for(mpath, files, 3, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(m.n_files, 3);
+    cr_assert_str_eq(m.files[0].name, "a.gguf");
+    cr_assert_eq(m.files[0].size, 100000);
+    cr_assert_eq(vt_manifest_write(&m, mpath, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_read(mpath, &back, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(back.n_files, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(back.files[i].name, m.files[i].name);
+        cr_assert_eq(back.files[i].size, m.files[i].size);
+        cr_assert_str_eq(back.files[i].sha256.hex, m.files[i].sha256.hex);
+        vt_sha256_hex h;
+        cr_assert_eq(vt_sha256_file(files[i], &h, NULL, &err), VT_OK);
+        cr_assert_str_eq(h.hex, m.files[i].sha256.hex);
+    }
+    cr_assert_eq(vt_manifest_verify(&back, tpath("models"), &err), VT_OK, "%s", err.msg);
+    vt_manifest_free(&back);
+    vt_manifest_free(&m);
+
+    /* A manifest in another directory names the files relative to itself. */
+    cr_assert_eq(mkdir(tpath("out"), 0755), 0);
+    cr_assert_eq(vt_manifest_make_for(tpath("out/M.json"), files, 3, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(m.files[1].name, "../models/b.gguf");
+    cr_assert_eq(vt_manifest_verify(&m, tpath("out"), &err), VT_OK, "%s", err.msg);
+    vt_manifest_free(&m);
+
+    /* The CLI, run from elsewhere: make then verify. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd / && '%s' provenance manifest make '%s' '%s' '%s' -o '%s' >/dev/null", VT_BIN,
+             files[0], files[1], files[2], tpath("out/cli.json"));
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "'%s' provenance manifest verify '%s' >/dev/null", VT_BIN, tpath("out/cli.json"));
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+Test(manifest, one_byte_changed_is_echeck_naming_the_file, .init = make_dir, .fini = remove_dir)
+{
+    make_model_files();
+    const char *files[] = { tpath("models/a.gguf"), tpath("models/b.gguf"), tpath("models/tokenizer.json") };
+    vt_error err;
+    vt_manifest m;
+    cr_assert_eq(vt_manifest_make_for(tpath("models/M.json"), files, 3, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, tpath("models/M.json"), &err), VT_OK, "%s", err.msg);
+    flip_byte(files[0], 50000);
+    cr_assert_eq(vt_manifest_verify(&m, tpath("models"), &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "a.gguf: sha256 differs"), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "b.gguf"), "%s", err.msg);
+    char **lines;
+    int n;
+    cr_assert_eq(vt_manifest_check(&m, tpath("models"), &lines, &n, &err), VT_ECHECK);
+    cr_assert_eq(n, 1);
+    cr_assert(strstr(lines[0], "a.gguf") && strstr(lines[0], m.files[0].sha256.hex), "%s", lines[0]);
+    vt_prov_lines_free(lines, n);
+
+    /* A size change and a second file: every mismatch listed. */
+    FILE *f = fopen(files[1], "ab");
+    fputc('x', f);
+    fclose(f);
+    cr_assert_eq(vt_manifest_verify(&m, tpath("models"), &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "2 of 3") && strstr(err.msg, "a.gguf") && strstr(err.msg, "b.gguf: size and sha256"),
+              "%s", err.msg);
+
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance manifest verify '%s' >/dev/null 2>&1", VT_BIN, tpath("models/M.json"));
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+    vt_manifest_free(&m);
+}
+
+Test(manifest, missing_file_is_reported, .init = make_dir, .fini = remove_dir)
+{
+    make_model_files();
+    const char *files[] = { tpath("models/a.gguf"), tpath("models/b.gguf") };
+    vt_error err;
+    vt_manifest m;
+    cr_assert_eq(vt_manifest_make(files, 2, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(m.files[1].name, files[1]); /* as given */
+    cr_assert_eq(unlink(files[1]), 0);
+    cr_assert_eq(vt_manifest_verify(&m, NULL, &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "b.gguf: missing"), "%s", err.msg);
+    vt_manifest_free(&m);
+    /* Making a manifest of a missing file is bad input. */
+    cr_assert_eq(vt_manifest_make(files, 2, &m, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "b.gguf"), "%s", err.msg);
+}
+
+static void expect_bad_manifest(const char *text, const char *needle)
+{
+    char *p = tpath("bad.json");
+    write_text(p, text);
+    vt_manifest m;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_manifest_read(p, &m, &err), VT_EINPUT, "accepted: %s", text);
+    cr_assert(strstr(err.msg, "bad.json") && strstr(err.msg, needle), "'%s' not in: %s", needle, err.msg);
+    cr_assert_null(m.files);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance manifest verify '%s' >/dev/null 2>&1", VT_BIN, p);
+    cr_assert_eq(run(cmd), 2, "%s", cmd);
+}
+
+#define H64 "\"0000000000000000000000000000000000000000000000000000000000000000\""
+
+Test(manifest, malformed_is_einput_naming_the_field, .init = make_dir, .fini = remove_dir)
+{
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [", "offset");
+    expect_bad_manifest("[1, 2]", "top level");
+    expect_bad_manifest("{\"files\": []}", "schema");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/2\", \"files\": []}", "schema");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\"}", "files");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": {}}", "files");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": 1}]}",
+                        "files[0].sha256");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": 1, \"sha256\": " H64
+                        "}, {\"size\": 1, \"sha256\": " H64 "}]}",
+                        "files[1].name");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": \"1\", \"sha256\": " H64
+                        "}]}",
+                        "files[0].size");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": 1.5, \"sha256\": " H64
+                        "}]}",
+                        "files[0].size");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": -1, \"sha256\": " H64
+                        "}]}",
+                        "files[0].size");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": 1, \"sha256\": "
+                        "\"ABC\"}]}",
+                        "files[0].sha256");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"a\", \"size\": 1, \"sha256\": " H64
+                        ", \"sha256\": " H64 "}]}",
+                        "twice");
+    expect_bad_manifest("{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": 7, \"size\": 1, \"sha256\": " H64 "}]}",
+                        "files[0].name");
+    vt_manifest m;
+    vt_error err;
+    cr_assert_eq(vt_manifest_read(tpath("nope.json"), &m, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "nope.json"), "%s", err.msg);
+}
+
+/* ---- runtime identity ---- */
+
+Test(runtime, identity_resolved_and_binary_hash_matches)
+{
+    vt_runtime_identity id;
+    vt_error err;
+    cr_assert_eq(vt_runtime_identity_read(&id, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(id.resolved, 1, "unresolved: %s", id.unresolved ? id.unresolved : "");
+    cr_assert_null(id.unresolved);
+    const char *fields[] = { id.binary_path, id.openssl_version, id.libarchive_version, id.zlib_version,
+                             id.cjson_version, id.pcre2_version, id.cpu_model, id.cpu_flags, id.kernel, id.machine };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        cr_assert(fields[i] && fields[i][0], "field %zu empty", i);
+    cr_assert(strstr(id.openssl_version, "OpenSSL"), "%s", id.openssl_version);
+    cr_assert(strstr(id.libarchive_version, "libarchive"), "%s", id.libarchive_version);
+    cr_assert_gt(id.n_cores, 0);
+    cr_assert_gt(id.n_cores_usable, 0);
+    cr_assert_eq(strlen(id.binary_sha256.hex), 64);
+
+    vt_sha256_hex h;
+    uint64_t size;
+    cr_assert_eq(vt_sha256_file(id.binary_path, &h, &size, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(id.binary_sha256.hex, h.hex);
+    cr_assert_eq(id.binary_size, size);
+
+    /* This test links libcrypto dynamically: it is among the objects, hashed. */
+    int crypto = 0;
+    for (int i = 0; i < id.n_objects; i++) {
+        cr_assert_eq(strlen(id.objects[i].sha256.hex), 64, "%s", id.objects[i].path);
+        for (int k = 0; k < i; k++)
+            cr_assert_str_neq(id.objects[i].path, id.objects[k].path);
+        if (strstr(id.objects[i].path, "libcrypto.so")) {
+            crypto = 1;
+            cr_assert_eq(vt_sha256_file(id.objects[i].path, &h, &size, &err), VT_OK);
+            cr_assert_str_eq(id.objects[i].sha256.hex, h.hex);
+            cr_assert_eq(id.objects[i].size, size);
+        }
+    }
+    cr_assert(crypto, "libcrypto not among %d mapped objects", id.n_objects);
+
+    char *json = vt_runtime_identity_to_json(&id);
+    cr_assert_not_null(json);
+    cJSON *j = cJSON_Parse(json);
+    cr_assert_not_null(j, "%s", json);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "resolved")));
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "binary"), "sha256")->valuestring,
+                     id.binary_sha256.hex);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "objects")), id.n_objects);
+    cJSON_Delete(j);
+    free(json);
+    vt_runtime_identity_free(&id);
+
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "'%s' provenance identity --json | grep -q '\"resolved\": true'", VT_BIN);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+/* ---- wheels ---- */
+
+static void find_wheel(const char *pattern, char *out, size_t cap)
+{
+    glob_t g;
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no %s (scripts/bootstrap installs python3-pip-whl)", pattern);
+    snprintf(out, cap, "%s", g.gl_pathv[g.gl_pathc - 1]);
+    globfree(&g);
+}
+
+typedef struct zmember {
+    const char *name;
+    const char *data;
+    size_t len;
+} zmember;
+
+static void zip_add(struct archive *w, const char *name, const void *data, size_t len, int mode)
+{
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, mode);
+    archive_entry_set_size(e, (la_int64_t)len);
+    archive_entry_set_mtime(e, 1700000000, 0);
+    cr_assert_eq(archive_write_header(w, e), ARCHIVE_OK, "%s", archive_error_string(w));
+    if (len)
+        cr_assert_eq(archive_write_data(w, data, len), (la_ssize_t)len, "%s", archive_error_string(w));
+    archive_entry_free(e);
+}
+
+static struct archive *zip_open_write(const char *path)
+{
+    struct archive *w = archive_write_new();
+    cr_assert_eq(archive_write_set_format_zip(w), ARCHIVE_OK);
+    cr_assert_eq(archive_write_open_filename(w, path), ARCHIVE_OK, "%s", archive_error_string(w));
+    return w;
+}
+
+/* Copies the wheel src to dst with libarchive; the member named `tamper`
+ * gets one byte changed, `drop` is left out and `extra` added. */
+static void rebuild_wheel(const char *src, const char *dst, const char *tamper, const char *drop, const char *extra)
+{
+    struct archive *r = archive_read_new();
+    archive_read_support_format_zip(r);
+    cr_assert_eq(archive_read_open_filename(r, src, 1 << 16), ARCHIVE_OK);
+    struct archive *w = zip_open_write(dst);
+    struct archive_entry *e;
+    int tampered = 0;
+    while (archive_read_next_header(r, &e) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        if (archive_entry_filetype(e) != AE_IFREG || (drop && strcmp(name, drop) == 0))
+            continue;
+        size_t cap = 1 << 16, n = 0;
+        char *buf = malloc(cap);
+        la_ssize_t k;
+        while ((k = archive_read_data(r, buf + n, cap - n)) > 0) {
+            n += (size_t)k;
+            if (n == cap)
+                buf = realloc(buf, cap *= 2);
+        }
+        cr_assert_geq(k, 0);
+        if (tamper && strcmp(name, tamper) == 0 && n) {
+            buf[n / 2] ^= 0x01;
+            tampered = 1;
+        }
+        zip_add(w, name, buf, n, 0644);
+        free(buf);
+    }
+    if (extra)
+        zip_add(w, extra, "print('extra')\n", 15, 0644);
+    cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+    archive_read_free(r);
+    cr_assert(!tamper || tampered, "member %s not found", tamper);
+}
+
+Test(wheel, real_pip_wheel_verifies)
+{
+    char whl[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", whl, sizeof whl);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_eq(r.n_problems, 0);
+    cr_assert_gt(r.members_checked, 400);
+    cr_assert_str_eq(r.kind, "wheel");
+    vt_sha256_hex h;
+    cr_assert_eq(vt_sha256_file(whl, &h, NULL, &err), VT_OK);
+    cr_assert_str_eq(r.sha256.hex, h.hex);
+    vt_package_report_free(&r);
+
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null", VT_BIN, whl);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+    find_wheel("/usr/share/python-wheels/setuptools-*.whl", whl, sizeof whl);
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+}
+
+Test(wheel, tampered_member_is_named, .init = make_dir, .fini = remove_dir)
+{
+    char whl[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", whl, sizeof whl);
+    char *copy = tpath("pip-copy-py3-none-any.whl");
+    vt_package_report r;
+    vt_error err;
+
+    /* An untouched rebuild still verifies: the check is on member bytes. */
+    rebuild_wheel(whl, copy, NULL, NULL, NULL);
+    cr_assert_eq(vt_package_verify_wheel(copy, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    int all = r.members_checked;
+    vt_package_report_free(&r);
+
+    rebuild_wheel(whl, copy, "pip/_internal/cli/main.py", NULL, NULL);
+    cr_assert_eq(vt_package_verify_wheel(copy, NULL, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], "pip/_internal/cli/main.py") && strstr(r.problems[0], "RECORD says"), "%s",
+              r.problems[0]);
+    cr_assert_eq(r.members_checked, all - 1);
+    vt_package_report_free(&r);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, copy);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+
+    /* A member RECORD does not list, and a listed member removed. */
+    rebuild_wheel(whl, copy, NULL, "pip/__main__.py", "pip/_evil.py");
+    cr_assert_eq(vt_package_verify_wheel(copy, NULL, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "pip/_evil.py", "not listed in RECORD"));
+    cr_assert(has_line(r.problems, r.n_problems, "pip/__main__.py", "not in the wheel"));
+    cr_assert_eq(r.n_problems, 2);
+    vt_package_report_free(&r);
+
+    /* Not a wheel at all: bad input. */
+    write_text(tpath("junk.whl"), "not a zip");
+    cr_assert_eq(vt_package_verify_wheel(tpath("junk.whl"), NULL, &r, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "junk.whl"), "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, tpath("junk.whl"));
+    cr_assert_eq(run(cmd), 2, "%s", cmd);
+}
+
+/* pip from its own wheel (as Debian ships it), into a --target directory. */
+static void pip_install(const char *wheel, const char *target)
+{
+    char pipwhl[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", pipwhl, sizeof pipwhl);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 python3 '%s/pip' install --no-index --no-deps "
+             "--no-cache-dir --quiet --target '%s' '%s' >'%s/pip.log' 2>&1",
+             pipwhl, target, wheel, tmpdir);
+    cr_assert_eq(run(cmd), 0, "%s (see %s/pip.log)", cmd, tmpdir);
+}
+
+Test(wheel, installed_copy_verifies_and_tampering_is_named, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char whl[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", whl, sizeof whl);
+    char *target = tpath("site");
+    pip_install(whl, target);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_gt(r.installed_checked, 400);
+    /* pip's console scripts are generated from entry_points.txt. */
+    cr_assert(has_line(r.notes, r.n_notes, "bin/pip", "entry-point script"));
+    vt_package_report_free(&r);
+
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' --installed '%s' >/dev/null", VT_BIN, whl, target);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+
+    flip_byte(tpath("site/pip/_internal/cli/main.py"), 100);
+    write_text(tpath("site/pip/_internal/sneaky.py"), "import os\n");
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "pip/_internal/cli/main.py", "modified after install"));
+    cr_assert(has_line(r.problems, r.n_problems, "pip/_internal/sneaky.py", "not in the installed RECORD"));
+    cr_assert_eq(r.n_problems, 2);
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+/* URL-safe unpadded base64 of a SHA-256 given in hex, as RECORD wants it. */
+static void record_hash(const void *data, size_t len, char *out)
+{
+    vt_sha256_hex h;
+    cr_assert_eq(vt_sha256_buffer(data, len, &h), VT_OK);
+    unsigned char d[32];
+    for (int i = 0; i < 32; i++) {
+        unsigned v;
+        sscanf(h.hex + 2 * i, "%2x", &v);
+        d[i] = (unsigned char)v;
+    }
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    int o = 0;
+    for (int i = 0; i < 32; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < 32 ? d[i + 1] << 8 : 0) | (i + 2 < 32 ? d[i + 2] : 0);
+        int n = i + 2 < 32 ? 4 : 3; /* 32 = 10*3 + 2: last group has 3 digits */
+        for (int k = 0; k < n; k++)
+            out[o++] = abc[v >> (18 - 6 * k) & 63];
+    }
+    out[o] = '\0';
+}
+
+Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    /* A small wheel with a "#!python" script in .data/scripts/, which
+     * installers rewrite to the real interpreter. */
+    zmember mem[] = {
+        { "vtdemo/__init__.py", "VALUE = 42\n", 0 },
+        { "vtdemo/data,with comma.txt", "RECORD quotes this name\n", 0 }, /* CSV quoting */
+        { "vtdemo-1.0.data/scripts/vtdemo-tool", "#!python\nimport vtdemo\nprint(vtdemo.VALUE)\n", 0 },
+        { "vtdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: vtdemo\nVersion: 1.0\n", 0 },
+        { "vtdemo-1.0.dist-info/WHEEL",
+          "Wheel-Version: 1.0\nGenerator: vt-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n", 0 },
+    };
+    enum { NM = sizeof mem / sizeof *mem };
+    char record[4096] = "";
+    for (int i = 0; i < NM; i++) {
+        mem[i].len = strlen(mem[i].data);
+        char h[64];
+        record_hash(mem[i].data, mem[i].len, h);
+        const char *q = strchr(mem[i].name, ',') ? "\"" : "";
+        snprintf(record + strlen(record), sizeof record - strlen(record), "%s%s%s,sha256=%s,%zu\n", q, mem[i].name,
+                 q, h, mem[i].len);
+    }
+    strcat(record, "vtdemo-1.0.dist-info/RECORD,,\n");
+    char *whl = tpath("vtdemo-1.0-py3-none-any.whl");
+    struct archive *w = zip_open_write(whl);
+    for (int i = 0; i < NM; i++)
+        zip_add(w, mem[i].name, mem[i].data, mem[i].len, strstr(mem[i].name, "scripts/") ? 0755 : 0644);
+    zip_add(w, "vtdemo-1.0.dist-info/RECORD", record, strlen(record), 0644);
+    cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_eq(r.members_checked, NM);
+    vt_package_report_free(&r);
+
+    char *target = tpath("site");
+    pip_install(whl, target);
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert(has_line(r.notes, r.n_notes, "bin/vtdemo-tool", "rewritten script"));
+    vt_package_report_free(&r);
+
+    /* The script changed beyond its first line: that is tampering. Keep the
+     * installed RECORD in step so only the wheel comparison can see it. */
+    char *script = tpath("site/bin/vtdemo-tool");
+    FILE *f = fopen(script, "rb");
+    cr_assert_not_null(f);
+    char body[4096];
+    size_t n = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    body[n] = '\0';
+    char *p = strstr(body, "VALUE");
+    cr_assert_not_null(p);
+    p[0] = 'W';
+    write_text(script, body);
+    char oldh[64], newh[64];
+    p[0] = 'V';
+    record_hash(body, n, oldh);
+    p[0] = 'W';
+    record_hash(body, n, newh);
+    char sed[1024];
+    snprintf(sed, sizeof sed, "sed -i 's/%s/%s/' '%s'", oldh, newh, tpath("site/vtdemo-1.0.dist-info/RECORD"));
+    cr_assert_eq(run(sed), 0);
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "bin/vtdemo-tool", "beyond the rewritable shebang"));
+    vt_package_report_free(&r);
+}
+
+/* ---- npm ---- */
+
+Test(npm, pinned_tarballs_verify_and_loaded_object_matches)
+{
+    const char *loaded[] = { GGML_BASE };
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, LOCK, BINS_NAME, BINS_ROOT, loaded, 1, &r, &err), VT_OK, "%s",
+                 err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_eq(r.members_checked, 1);
+    cr_assert_str_eq(r.kind, "npm");
+    cr_assert_str_eq(r.integrity, r.computed_integrity);
+    cr_assert(strncmp(r.integrity, "sha512-", 7) == 0);
+    vt_package_report_free(&r);
+
+    cr_assert_eq(vt_package_verify_npm(MAIN_TGZ, LOCK, "node-llama-cpp", NULL, NULL, 0, &r, &err), VT_OK, "%s",
+                 err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name '%s' --root '%s' --loaded '%s' >/dev/null",
+             VT_BIN, BINS_TGZ, LOCK, BINS_NAME, BINS_ROOT, GGML_BASE);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+Test(npm, tampered_or_foreign_loaded_object_is_named, .init = make_dir, .fini = remove_dir)
+{
+    cr_assert_eq(mkdir(tpath("pkg"), 0755), 0);
+    cr_assert_eq(mkdir(tpath("pkg/bins"), 0755), 0);
+    cr_assert_eq(mkdir(tpath("pkg/bins/linux-x64"), 0755), 0);
+    char *so = tpath("pkg/bins/linux-x64/libggml-base.so");
+    copy_file(GGML_BASE, so);
+    const char *loaded[] = { so };
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, LOCK, BINS_NAME, tpath("pkg"), loaded, 1, &r, &err), VT_OK, "%s",
+                 err.msg);
+    dump(&r);
+    cr_assert(r.verified); /* an exact copy is the same bytes */
+    vt_package_report_free(&r);
+
+    flip_byte(so, 4096);
+    char *extra = tpath("pkg/bins/linux-x64/libextra.so");
+    copy_file(GGML_BASE, extra);
+    const char *loaded2[] = { so, extra, GGML_BASE };
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, LOCK, BINS_NAME, tpath("pkg"), loaded2, 3, &r, &err), VT_OK, "%s",
+                 err.msg);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 3);
+    cr_assert(has_line(r.problems, r.n_problems, "libggml-base.so", "differs from tarball member "
+                                                                    "package/bins/linux-x64/libggml-base.so"));
+    cr_assert(has_line(r.problems, r.n_problems, "libextra.so", "no tarball member"));
+    cr_assert(has_line(r.problems, r.n_problems, GGML_BASE, "not under the package root"));
+    vt_package_report_free(&r);
+
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name '%s' --root '%s' --loaded '%s' "
+             ">/dev/null 2>&1", VT_BIN, BINS_TGZ, LOCK, BINS_NAME, tpath("pkg"), so);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+Test(npm, wrong_integrity_or_bad_lock, .init = make_dir, .fini = remove_dir)
+{
+    /* The real lock with the binaries' integrity swapped for the main package's. */
+    char *lock = tpath("lock.json");
+    write_text(lock, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"" BINS_NAME "\", "
+                     "\"version\": \"3.22.1\", \"integrity\": \"sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJ"
+                     "JiJJyCdlTMzQ/LiWoPkGDpcL4FviDpgw7qfTiDw==\"}]}");
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, lock, BINS_NAME, NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], "integrity") && strstr(r.problems[0], "differs"), "%s", r.problems[0]);
+    vt_package_report_free(&r);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name '%s' >/dev/null 2>&1", VT_BIN,
+             BINS_TGZ, lock, BINS_NAME);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+
+    /* A version the tarball is not. */
+    write_text(lock, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"" BINS_NAME "\", "
+                     "\"version\": \"9.9.9\", \"integrity\": \"sha512-5uCCDNqWCNfaAm8aR/Uzxbo4HBpKgNF91kCHPepKhgMgV2"
+                     "OAmatoefbOlMihsqCiH2Od35E/eUHQCFbfRBJuOg==\"}]}");
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, lock, BINS_NAME, NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "version", "9.9.9"));
+    vt_package_report_free(&r);
+
+    /* Malformed locks and unknown names are bad input, naming the field. */
+    write_text(lock, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"x\", \"version\": \"1\"}]}");
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, lock, "x", NULL, NULL, 0, &r, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "lock.json") && strstr(err.msg, "packages[0].integrity"), "%s", err.msg);
+    write_text(lock, "{\"packages\": []}");
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, lock, "x", NULL, NULL, 0, &r, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "lockfile"), "%s", err.msg);
+    cr_assert_eq(vt_package_verify_npm(BINS_TGZ, LOCK, "left-pad", NULL, NULL, 0, &r, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "left-pad"), "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name left-pad >/dev/null 2>&1", VT_BIN,
+             BINS_TGZ, LOCK);
+    cr_assert_eq(run(cmd), 2, "%s", cmd);
+}

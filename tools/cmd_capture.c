@@ -1,0 +1,176 @@
+/* vt capture (vt-capture): seeded, repeated runs with verified identities,
+ * written as a sealed vt.capture/1 (capture/capture.h); strict publication. */
+#include "cmds.h"
+#include "runner_opts.h"
+
+#include "../capture/capture.h"
+#include "../common/vt_parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage_text[] =
+    "usage: vt-capture --runner engine|llamacpp --model X.gguf --prompts P.jsonl --out C.json\n"
+    "                  [--repetitions N] [--max-tokens N] [--top-k K] [--logits-out F]\n"
+    "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
+    "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"
+    "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite]\n"
+    "                  [runner options]\n"
+    "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json [...]\n"
+    "\n"
+    "Runs every prompt of P.jsonl (JSON Lines: {\"id\",\"text\"} or {\"id\",\"tokens\"}) N times\n"
+    "(default 1), generating --max-tokens tokens (default 16), and writes a sealed vt.capture/1:\n"
+    "tokens, the --top-k (default 20) log-probs per position, the SHA-256 of each run's logits,\n"
+    "determinism across repeats, and the identities of model, runtime, package and launcher.\n"
+    "--logits-out also writes every logit (zlib frames) to a side file published with it.\n"
+    "--score-prefix-of teacher-forces the runner on LOCAL's repeat-0 token streams and writes\n"
+    "vt.prefix-scores/1: per position the log-prob of LOCAL's token and of the runner's argmax.\n"
+    "--strict publishes only with >= 10 identical repeats, every model file matching the manifest,\n"
+    "the runtime identity resolved, resolved settings equal to the requested ones (except fields\n"
+    "given to --allow-setting-difference), the package verified and a launcher manifest; otherwise\n"
+    "it lists every reason and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH\n"
+    "if set) unless --no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
+    "\n";
+
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "vt-capture: %s '%s': expected %s\n", opt, val ? val : "", expected);
+    return 2;
+}
+
+int vt_cmd_capture(int argc, char **argv)
+{
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    const char *allow[32];
+    int overwrite = 0, timestamp = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            fputs(vt_runner_options_usage, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--strict") == 0) {
+            o.strict = 1;
+            continue;
+        }
+        if (strcmp(a, "--overwrite") == 0) {
+            overwrite = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-timestamp") == 0) {
+            timestamp = 0;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return bad(a, "", "a value after the option");
+        int r = vt_runner_option("vt-capture", a, v, &o.settings);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        int64_t n;
+        if (strcmp(a, "--runner") == 0)
+            o.runner = v;
+        else if (strcmp(a, "--model") == 0)
+            o.model = v;
+        else if (strcmp(a, "--prompts") == 0)
+            o.prompts = v;
+        else if (strcmp(a, "--score-prefix-of") == 0)
+            o.score_prefix_of = v;
+        else if (strcmp(a, "--out") == 0 || strcmp(a, "-o") == 0)
+            o.out = v;
+        else if (strcmp(a, "--logits-out") == 0)
+            o.logits_out = v;
+        else if (strcmp(a, "--model-manifest") == 0)
+            o.model_manifest = v;
+        else if (strcmp(a, "--launcher-manifest") == 0)
+            o.launcher_manifest = v;
+        else if (strcmp(a, "--package") == 0)
+            o.package = v;
+        else if (strcmp(a, "--package-root") == 0)
+            o.package_root = v;
+        else if (strcmp(a, "--lock") == 0)
+            o.lock = v;
+        else if (strcmp(a, "--revision") == 0)
+            o.revision = v;
+        else if (strcmp(a, "--allow-setting-difference") == 0) {
+            if (o.n_allow_differences == (int)(sizeof allow / sizeof allow[0]))
+                return bad(a, v, "at most 32 of them");
+            allow[o.n_allow_differences++] = v;
+            o.allow_differences = allow;
+        } else if (strcmp(a, "--repetitions") == 0) {
+            if (!vt_parse_i64(v, 1, 100000, &n))
+                return bad(a, v, "an integer in 1..100000");
+            o.repetitions = (int32_t)n;
+        } else if (strcmp(a, "--max-tokens") == 0) {
+            if (!vt_parse_i64(v, 0, 1 << 20, &n))
+                return bad(a, v, "an integer in 0..1048576");
+            o.max_tokens = (int32_t)n;
+        } else if (strcmp(a, "--top-k") == 0) {
+            if (!vt_parse_i64(v, 1, 1 << 20, &n))
+                return bad(a, v, "an integer in 1..1048576 (log-probs recorded per position)");
+            o.top_k = (int32_t)n;
+        } else
+            return bad("option", a, "one of the options in 'vt-capture --help'");
+    }
+    if (timestamp) {
+        /* SOURCE_DATE_EPOCH pins the time, as for reproducible builds. */
+        const char *sde = getenv("SOURCE_DATE_EPOCH");
+        int64_t t;
+        if (sde && !vt_parse_i64(sde, 0, INT64_MAX / 2, &t))
+            return bad("SOURCE_DATE_EPOCH", sde, "seconds since the epoch");
+        o.created_utc = sde ? t : (int64_t)time(NULL);
+    }
+
+    vt_error err;
+    vt_error_clear(&err);
+    vt_capture *c = vt_capture_open(&o, &err);
+    if (!c) {
+        fprintf(stderr, "vt-capture: %s\n", err.msg);
+        return err.code ? err.code : 2;
+    }
+    /* Outputs that can never be published are refused before the runs. */
+    int rc = vt_capture_check_outputs(c, overwrite, &err);
+    if (rc == VT_OK)
+        rc = vt_capture_run(c, &err);
+    if (rc) {
+        fprintf(stderr, "vt-capture: %s\n", err.msg);
+        vt_capture_free(c);
+        return rc;
+    }
+    int n_ref = vt_capture_n_refusals(c);
+    if (o.strict && n_ref) {
+        for (int i = 0; i < n_ref; i++)
+            fprintf(stderr, "vt-capture: strict: %s not published: %s\n", o.out, vt_capture_refusal(c, i));
+        vt_capture_free(c);
+        return 1;
+    }
+    rc = vt_capture_publish(c, overwrite, NULL, NULL, &err);
+    if (rc) {
+        fprintf(stderr, "vt-capture: %s\n", err.msg);
+        vt_capture_free(c);
+        return rc;
+    }
+    vt_capture_summary s;
+    vt_capture_summary_get(c, &s);
+    printf("vt-capture: wrote %s (%s): %d prompts x %d repeats, %d runs (%d failed), %lld positions\n", o.out,
+           o.score_prefix_of ? "vt.prefix-scores/1" : "vt.capture/1", s.n_prompts, s.repetitions, s.n_runs, s.n_failed,
+           (long long)s.n_positions);
+    printf("  determinism: tokens %s, logits %s\n", s.identical_tokens ? "identical" : "DIFFER",
+           s.identical_logits ? "identical" : "DIFFER");
+    if (o.logits_out)
+        printf("  logits: %s sha256 %s\n", o.logits_out, s.logits_sha256);
+    printf("  workload_seal %s\n  seal %s\n", s.workload_seal, s.seal);
+    if (o.strict)
+        printf("  strict: every gate passed\n");
+    else if (n_ref)
+        printf("  not strict-publishable: %d reason%s (run with --strict to list them)\n", n_ref,
+               n_ref == 1 ? "" : "s");
+    vt_capture_free(c);
+    return 0;
+}

@@ -1,0 +1,326 @@
+/* vt provenance: hashes, manifests, this process's runtime identity, and
+ * verification of the packages (wheels, npm tarballs) code was loaded from. */
+#include "cmds.h"
+
+#include "../provenance/provenance.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: vt provenance manifest make FILE... [-o M.json]\n"
+    "       vt provenance manifest verify M.json [--base DIR]\n"
+    "       vt provenance identity [--json]\n"
+    "       vt provenance verify-wheel WHEEL [--installed DIR]\n"
+    "       vt provenance verify-npm TARBALL --lock LOCK --name NAME [--root DIR --loaded SO...]\n"
+    "\n"
+    "manifest make     vt.manifest/1 of the files (name, size, sha256), written to M.json\n"
+    "                  with names relative to its directory, or printed (names as given)\n"
+    "manifest verify   every listed file (relative names against --base, default the\n"
+    "                  manifest's directory) has its size and sha256; lists each mismatch\n"
+    "identity          this process: executable and every mapped shared object (sha256),\n"
+    "                  library versions, CPU model and ISA flags, kernel, cores\n"
+    "verify-wheel      every RECORD entry against the wheel's members; with --installed,\n"
+    "                  the files `pip install --target DIR` left against the installed\n"
+    "                  RECORD and the wheel (rewritten script shebangs are noted, not failed)\n"
+    "verify-npm        the tarball's sha512 against the lock's integrity for NAME, and each\n"
+    "                  --loaded file under --root against tarball member package/<path>\n"
+    "\n"
+    "Exit codes: 0 verified, 1 verification failed, 2 bad input.\n";
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, "vt provenance: %s\n", what);
+    fputs(usage_text, stderr);
+    return 2;
+}
+
+static int fail(const vt_error *err)
+{
+    fprintf(stderr, "vt provenance: %s\n", err->msg);
+    return err->code == VT_ECHECK ? 1 : 2;
+}
+
+static int cmd_manifest_make(int argc, char **argv)
+{
+    const char *out = NULL;
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int n = 0;
+    if (!files)
+        return usage_error("out of memory");
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (i + 1 >= argc) {
+                free(files);
+                return usage_error("-o: expected an output path");
+            }
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "vt provenance manifest make: option '%s': expected -o\n", argv[i]);
+            free(files);
+            return 2;
+        } else {
+            files[n++] = argv[i];
+        }
+    }
+    if (!n) {
+        free(files);
+        return usage_error("manifest make: expected at least one FILE");
+    }
+    vt_error err;
+    vt_error_clear(&err);
+    vt_manifest m;
+    int rc = out ? vt_manifest_make_for(out, files, n, &m, &err) : vt_manifest_make(files, n, &m, &err);
+    free(files);
+    if (rc != VT_OK)
+        return fail(&err);
+    if (out) {
+        rc = vt_manifest_write(&m, out, &err);
+        if (rc == VT_OK)
+            printf("wrote %s: %d files\n", out, m.n_files);
+    } else {
+        char *json = vt_manifest_to_json(&m);
+        if (json)
+            fputs(json, stdout);
+        else
+            rc = vt_error_set(&err, VT_EINPUT, "out of memory");
+        free(json);
+    }
+    vt_manifest_free(&m);
+    return rc == VT_OK ? 0 : fail(&err);
+}
+
+static int cmd_manifest_verify(int argc, char **argv)
+{
+    const char *path = NULL, *base = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--base") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("--base: expected a directory");
+            base = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "vt provenance manifest verify: option '%s': expected --base\n", argv[i]);
+            return 2;
+        } else if (path) {
+            return usage_error("manifest verify: expected one manifest");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return usage_error("manifest verify: expected M.json");
+    /* Default base: the manifest's own directory (names are relative to it). */
+    char *dir = NULL;
+    if (!base) {
+        const char *slash = strrchr(path, '/');
+        if (slash) {
+            size_t n = slash == path ? 1 : (size_t)(slash - path);
+            dir = malloc(n + 1);
+            if (!dir)
+                return usage_error("out of memory");
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+            base = dir;
+        }
+    }
+    vt_error err;
+    vt_error_clear(&err);
+    vt_manifest m;
+    int rc = vt_manifest_read(path, &m, &err);
+    if (rc != VT_OK) {
+        free(dir);
+        return fail(&err);
+    }
+    char **problems = NULL;
+    int n_problems = 0;
+    rc = vt_manifest_check(&m, base, &problems, &n_problems, &err);
+    for (int i = 0; i < n_problems; i++)
+        printf("MISMATCH %s\n", problems[i]);
+    if (rc == VT_OK)
+        printf("verified %s: %d files match\n", path, m.n_files);
+    vt_prov_lines_free(problems, n_problems);
+    vt_manifest_free(&m);
+    free(dir);
+    return rc == VT_OK ? 0 : fail(&err);
+}
+
+static int cmd_identity(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else {
+            fprintf(stderr, "vt provenance identity: option '%s': expected --json\n", argv[i]);
+            return 2;
+        }
+    }
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runtime_identity id;
+    if (vt_runtime_identity_read(&id, &err) != VT_OK)
+        return fail(&err);
+    if (json) {
+        char *text = vt_runtime_identity_to_json(&id);
+        if (!text) {
+            vt_runtime_identity_free(&id);
+            return usage_error("out of memory");
+        }
+        fputs(text, stdout);
+        free(text);
+    } else {
+        printf("binary      %s\n            sha256 %s size %llu\n", id.binary_path ? id.binary_path : "?",
+               id.binary_sha256.hex, (unsigned long long)id.binary_size);
+        for (int i = 0; i < id.n_objects; i++)
+            printf("object      %s\n            sha256 %s size %llu\n", id.objects[i].path,
+                   id.objects[i].sha256.hex[0] ? id.objects[i].sha256.hex : "(unreadable)",
+                   (unsigned long long)id.objects[i].size);
+        printf("openssl     %s\nlibarchive  %s\nzlib        %s\ncjson       %s\npcre2       %s\n",
+               id.openssl_version ? id.openssl_version : "?", id.libarchive_version ? id.libarchive_version : "?",
+               id.zlib_version ? id.zlib_version : "?", id.cjson_version ? id.cjson_version : "?",
+               id.pcre2_version ? id.pcre2_version : "?");
+        printf("cpu         %s\nisa         %s\ncores       %d online, %d usable\nkernel      %s %s\n",
+               id.cpu_model ? id.cpu_model : "?", id.cpu_flags ? id.cpu_flags : "?", id.n_cores, id.n_cores_usable,
+               id.kernel ? id.kernel : "?", id.machine ? id.machine : "");
+        printf("resolved    %s%s\n", id.resolved ? "yes" : "NO: missing ", id.resolved ? "" : id.unresolved);
+    }
+    int resolved = id.resolved;
+    vt_runtime_identity_free(&id);
+    return resolved ? 0 : 1;
+}
+
+static int print_report(const vt_package_report *r)
+{
+    printf("%s %s\n  sha256 %s\n", r->kind, r->file, r->sha256.hex);
+    if (r->integrity)
+        printf("  lock integrity     %s\n", r->integrity);
+    if (r->computed_integrity)
+        printf("  tarball integrity  %s\n", r->computed_integrity);
+    printf("  members checked %d", r->members_checked);
+    if (r->installed_checked)
+        printf(", installed files checked %d", r->installed_checked);
+    printf("\n");
+    for (int i = 0; i < r->n_notes; i++)
+        printf("  note: %s\n", r->notes[i]);
+    for (int i = 0; i < r->n_problems; i++)
+        printf("  PROBLEM: %s\n", r->problems[i]);
+    if (r->verified) {
+        printf("verified\n");
+        return 0;
+    }
+    printf("FAILED: %d problem%s\n", r->n_problems, r->n_problems == 1 ? "" : "s");
+    fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", r->file,
+            r->n_problems ? r->problems[0] : "", r->n_problems > 1 ? " (and more, above)" : "");
+    return 1;
+}
+
+static int cmd_verify_wheel(int argc, char **argv)
+{
+    const char *wheel = NULL, *installed = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--installed") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("--installed: expected a directory");
+            installed = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "vt provenance verify-wheel: option '%s': expected --installed\n", argv[i]);
+            return 2;
+        } else if (wheel) {
+            return usage_error("verify-wheel: expected one WHEEL");
+        } else {
+            wheel = argv[i];
+        }
+    }
+    if (!wheel)
+        return usage_error("verify-wheel: expected WHEEL");
+    vt_error err;
+    vt_error_clear(&err);
+    vt_package_report r;
+    if (vt_package_verify_wheel(wheel, installed, &r, &err) != VT_OK)
+        return fail(&err);
+    int rc = print_report(&r);
+    vt_package_report_free(&r);
+    return rc;
+}
+
+static int cmd_verify_npm(int argc, char **argv)
+{
+    const char *tarball = NULL, *lock = NULL, *name = NULL, *root = NULL;
+    const char **loaded = calloc((size_t)argc + 1, sizeof *loaded);
+    int n_loaded = 0, in_loaded = 0;
+    if (!loaded)
+        return usage_error("out of memory");
+    int rc = -1;
+    for (int i = 0; i < argc && rc < 0; i++) {
+        const char *a = argv[i];
+        int is_opt = a[0] == '-' && a[1];
+        if (is_opt)
+            in_loaded = 0;
+        if (strcmp(a, "--lock") == 0 || strcmp(a, "--name") == 0 || strcmp(a, "--root") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vt provenance verify-npm: %s: expected a value\n", a);
+                rc = 2;
+                break;
+            }
+            const char **dst = a[2] == 'l' ? &lock : a[2] == 'n' ? &name : &root;
+            *dst = argv[++i];
+        } else if (strcmp(a, "--loaded") == 0) {
+            in_loaded = 1;
+        } else if (is_opt) {
+            fprintf(stderr, "vt provenance verify-npm: option '%s': expected --lock, --name, --root or --loaded\n",
+                    a);
+            rc = 2;
+        } else if (in_loaded) {
+            loaded[n_loaded++] = a;
+        } else if (tarball) {
+            rc = usage_error("verify-npm: expected one TARBALL");
+        } else {
+            tarball = a;
+        }
+    }
+    if (rc < 0 && (!tarball || !lock || !name))
+        rc = usage_error("verify-npm: expected TARBALL, --lock LOCK and --name NAME");
+    if (rc < 0 && n_loaded && !root)
+        rc = usage_error("verify-npm: --loaded needs --root DIR (the unpacked package)");
+    if (rc < 0) {
+        vt_error err;
+        vt_error_clear(&err);
+        vt_package_report r;
+        if (vt_package_verify_npm(tarball, lock, name, root, loaded, n_loaded, &r, &err) != VT_OK) {
+            rc = fail(&err);
+        } else {
+            rc = print_report(&r);
+            vt_package_report_free(&r);
+        }
+    }
+    free(loaded);
+    return rc;
+}
+
+int vt_cmd_provenance(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("expected a subcommand");
+    const char *sub = argv[1];
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(sub, "manifest") == 0) {
+        if (argc >= 3 && strcmp(argv[2], "make") == 0)
+            return cmd_manifest_make(argc - 3, argv + 3);
+        if (argc >= 3 && strcmp(argv[2], "verify") == 0)
+            return cmd_manifest_verify(argc - 3, argv + 3);
+        return usage_error("manifest: expected make or verify");
+    }
+    if (strcmp(sub, "identity") == 0)
+        return cmd_identity(argc - 2, argv + 2);
+    if (strcmp(sub, "verify-wheel") == 0)
+        return cmd_verify_wheel(argc - 2, argv + 2);
+    if (strcmp(sub, "verify-npm") == 0)
+        return cmd_verify_npm(argc - 2, argv + 2);
+    fprintf(stderr, "vt provenance: unknown subcommand '%s': expected manifest, identity, verify-wheel or "
+            "verify-npm\n", sub);
+    return 2;
+}
