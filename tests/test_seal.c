@@ -965,6 +965,28 @@ Test(seal, verify_catches_the_manifest_edited)
     free_members(m, n);
 }
 
+/* A byte flipped in the compressed archive itself: whatever the gzip reader
+ * then makes of it, against a seal it is a failed check (exit 1) named by
+ * the archive's hash, at every one of a spread of offsets. */
+Test(seal, verify_catches_a_byte_flipped_in_the_compressed_archive)
+{
+    make_tree(P("t"), 0);
+    cr_assert_eq(seal("create '%s' -o '%s'", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    size_t n;
+    unsigned char *orig = read_file(P("x.tar.gz"), &n);
+    for (size_t k = 0; k < 16; k++) {
+        size_t at = k * (n - 1) / 15;
+        unsigned char *b = malloc(n);
+        memcpy(b, orig, n);
+        b[at] ^= 0x20;
+        write_file(P("x.tar.gz"), b, n);
+        cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 1, "offset %zu: %s", at, err_text());
+        assert_err_has("differs from the seal");
+        free(b);
+    }
+    free(orig);
+}
+
 Test(seal, verify_catches_the_seal_edited)
 {
     make_tree(P("t"), 0);
