@@ -21,11 +21,9 @@ static const vt_subcommand subcommands[] = {
     { "seal", "vt-seal", vt_cmd_seal, "create, verify and extract sealed evidence archives" },
     { "provenance", NULL, vt_cmd_provenance, "hashes, manifests, runtime identity, wheel/npm verification" },
     { "capture", "vt-capture", vt_cmd_capture, "seeded repeated runs with verified identities, sealed" },
+    { "neartie", "vt-neartie", vt_cmd_neartie, "score a local capture against an oracle's, near-tie rule, CI gate" },
 };
 enum { N_SUBCOMMANDS = (int)(sizeof subcommands / sizeof subcommands[0]) };
-
-/* Names installed as links; their subcommands arrive in later work. */
-static const char *const pending_aliases[] = { "vt-neartie" };
 
 static void usage(FILE *f)
 {
@@ -42,11 +40,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         if (subcommands[i].alias && strcmp(self, subcommands[i].alias) == 0)
             return subcommands[i].run(argc, argv);
-    for (size_t i = 0; i < sizeof pending_aliases / sizeof pending_aliases[0]; i++)
-        if (strcmp(self, pending_aliases[i]) == 0) {
-            fprintf(stderr, "%s: not implemented yet in this version of vt\n", self);
-            return 2;
-        }
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -58,6 +51,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, provenance, capture, seal\n", argv[1]);
+    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, provenance, capture, neartie, seal\n", argv[1]);
     return 2;
 }

@@ -1,0 +1,1439 @@
+/* Fast, strict reader of captures and prefix scores: see capture_read.h. */
+#include "capture_read.h"
+
+#include "../capture/canonical_json.h"
+#include "../capture/capture.h"
+#include "../capture/json_schema.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* capture/vt.capture.schema.json, embedded by the build (CMakeLists.txt). */
+extern const unsigned char vt_capture_schema_json[];
+extern const unsigned long vt_capture_schema_json_len;
+
+static pthread_once_t schema_once = PTHREAD_ONCE_INIT;
+static cJSON *schema_root;
+
+static void schema_parse(void)
+{
+    schema_root = cJSON_ParseWithLength((const char *)vt_capture_schema_json, vt_capture_schema_json_len);
+}
+
+const cJSON *vt_capture_schema(void)
+{
+    pthread_once(&schema_once, schema_parse);
+    return schema_root;
+}
+
+/* ------------------------------------------------------------ numbers */
+
+static const double pow10_tab[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+
+static inline int is_digit(char c) { return (unsigned char)(c - '0') < 10; }
+
+/* The exact test: the text is what vt_canonical_number writes for its value. */
+static int number_exact(const char *s, size_t n, double *value)
+{
+    char buf[400], canon[32];
+    if (n >= sizeof buf)
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *e;
+    double v = strtod(buf, &e);
+    if (e != buf + n || !isfinite(v))
+        return 0;
+    vt_canonical_number(v, canon);
+    if (strcmp(canon, buf) != 0)
+        return 0;
+    if (value)
+        *value = v;
+    return 1;
+}
+
+/* A JSON number at p, in canonical form: the end of it, or NULL. value (may
+ * be NULL) gets it. The common shapes are recognised without printing: an
+ * integer of at most 15 digits; a fixed-point number with at most 9
+ * significant digits, the last one not 0, and at most 3 zeros after "0."
+ * (printf %.9g switches to an exponent below 1e-4); an exponent form
+ * d[.ddd]e+-XX with at most 9 significant digits and an exponent that %.9g
+ * would use (below -4, or from 16 on, where the value is no exact integer
+ * below 2^53). A decimal of at most 9 significant digits survives the trip
+ * through a double and %.9g unchanged, so each of those is canonical.
+ * Anything else is decided by the exact test. Values: one correctly
+ * rounded multiplication or division of exact operands (m < 2^53,
+ * 10^k with k <= 22), which is what strtod returns.
+ *
+ * Sentinel: the text after p must hold a byte that is not part of a number
+ * before the buffer ends (a document ends with "}\n": parse_doc checks it
+ * first), so the digit loops need no bounds. */
+static inline const char *number_scan(const char *p, double *value)
+{
+    const char *s = p;
+    const int neg = *p == '-';
+    p += neg;
+    const char *ip = p;
+    uint64_t m = 0;
+    if (*p == '0') {
+        p++;
+    } else if (is_digit(*p)) {
+        do
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        while (is_digit(*p));
+    } else {
+        return NULL;
+    }
+    const int intlen = *ip == '0' ? 0 : (int)(p - ip);
+    int nd = intlen, lead0 = 0, fracdigits = 0, fast;
+    double v = 0;
+    if (*p == '.') {
+        const char *f = ++p;
+        if (!intlen)
+            while (*p == '0')
+                p++;
+        lead0 = (int)(p - f);
+        const char *sd = p;
+        while (is_digit(*p))
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        fracdigits = (int)(p - f);
+        nd += (int)(p - sd);
+        if (fracdigits == 0)
+            return NULL;
+        if (*p != 'e' && *p != 'E') {
+            fast = p[-1] != '0' && nd >= 1 && nd <= 9 && lead0 <= 3;
+            if (fast && value)
+                v = (double)m / pow10_tab[fracdigits];
+            goto done;
+        }
+    }
+    if (*p == 'e' || *p == 'E') {
+        const char *es = p++;
+        int exsign = 0, ex = 0;
+        if (*p == '+' || *p == '-')
+            exsign = *p++ == '-' ? -1 : 1;
+        const char *d = p;
+        while (is_digit(*p)) {
+            if (ex < 100000)
+                ex = ex * 10 + (*p - '0');
+            p++;
+        }
+        int exdigits = (int)(p - d);
+        if (exdigits == 0)
+            return NULL;
+        int x = exsign * ex;
+        int digits_ok = ex < 10 ? exdigits == 2 && d[0] == '0' : exdigits <= 3 && d[0] != '0';
+        int mant_ok = intlen == 1 && nd <= 9 && (fracdigits == 0 || es[-1] != '0');
+        fast = *es == 'e' && exsign && digits_ok && mant_ok && ((x <= -5 && x >= -300) || (x >= 16 && x <= 300));
+        if (fast && value) {
+            int k = x - fracdigits;
+            if (k >= 0 && k <= 22)
+                v = (double)m * pow10_tab[k];
+            else if (k < 0 && k >= -22)
+                v = (double)m / pow10_tab[-k];
+            else
+                fast = 0; /* 10^k not exact: the exact test gives the value */
+        }
+        goto done;
+    }
+    fast = nd <= 15 && !(neg && intlen == 0);
+    v = (double)m;
+done:
+    if (!fast) {
+        if (!number_exact(s, (size_t)(p - s), &v))
+            return NULL;
+        if (value)
+            *value = v;
+        return p;
+    }
+    if (value)
+        *value = neg ? -v : v;
+    return p;
+}
+
+/* The shape of nearly every log-prob, checked inline: -?D.F, D "0" or up
+ * to 8 digits, F ending in a non-zero digit, at most 9 significant digits,
+ * at most 3 zeros after "0." (a subset of number_scan's fast shapes). NULL
+ * means "ask number_scan", not "not canonical". */
+static inline __attribute__((always_inline)) const char *number_quick_scalar(const char *p)
+{
+    const char *q = p + (*p == '-');
+    if (*q == '0') {
+        if (*++q != '.')
+            return NULL;
+        const char *f = ++q;
+        while (*q == '0')
+            q++;
+        if (q - f > 3)
+            return NULL;
+        const char *sd = q;
+        while (is_digit(*q))
+            q++;
+        if (q - sd < 1 || q - sd > 9 || q[-1] == '0' || *q == 'e' || *q == 'E')
+            return NULL;
+        return q;
+    }
+    const char *ip = q;
+    while (is_digit(*q))
+        q++;
+    if (q == ip || *q != '.')
+        return NULL;
+    const char *f = ++q;
+    while (is_digit(*q))
+        q++;
+    if (q == f || (q - ip) - 1 > 9 || q[-1] == '0' || *q == 'e' || *q == 'E')
+        return NULL;
+    return q;
+}
+
+#if defined(__SSE2__)
+/* Bit i set where q[i] (i < 16) is a digit, or is '0'. */
+static inline unsigned digits16(const char *q)
+{
+    __m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)q), _mm_set1_epi8('0'));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(9)), v));
+}
+
+static inline unsigned zeros16(const char *q)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
+}
+#endif
+
+/* The same shape, from one 16-byte load: the digit runs found by bit
+ * scans instead of a loop per character (most of a capture's bytes are
+ * top-k log-probs). */
+static inline __attribute__((always_inline)) const char *number_quick(const char *p, const char *end)
+{
+#if defined(__SSE2__)
+    const char *q = p + (*p == '-');
+    if (end - q < 16)
+        return number_quick_scalar(p);
+    unsigned nondig = ~digits16(q) & 0xffffu;
+    unsigned a = (unsigned)__builtin_ctz(nondig | 0x10000u); /* integer digits */
+    if (a == 0 || a > 8 || q[a] != '.' || (a > 1 && q[0] == '0'))
+        return NULL;
+    unsigned after = nondig & ~((2u << a) - 1u);
+    if (!after)
+        return NULL; /* longer than the window */
+    unsigned b = (unsigned)__builtin_ctz(after); /* the byte after the fraction */
+    unsigned fd = b - a - 1;
+    if (fd == 0 || q[b - 1] == '0' || q[b] == 'e' || q[b] == 'E')
+        return NULL;
+    if (q[0] == '0') {
+        unsigned lead0 = (unsigned)__builtin_ctz(~(zeros16(q) >> 2)); /* zeros after "0." */
+        if (lead0 > 3 || fd - lead0 > 9)
+            return NULL;
+    } else if (a + fd > 9) {
+        return NULL;
+    }
+    return q + b;
+#else
+    (void)end;
+    return number_quick_scalar(p);
+#endif
+}
+
+int vt_doc_number_canonical(const char *s, size_t n, double *value)
+{
+    char buf[400 + 32];
+    if (n >= 400)
+        return 0;
+    memcpy(buf, s, n);
+    memset(buf + n, 0, 32); /* the sentinel, and room for a 16-byte load */
+    /* Both paths the reader takes: the inline one for top-k log-probs may
+     * only accept what the full one accepts, ending at the same byte. */
+    const char *quick = number_quick(buf, buf + n + 32);
+    const char *e = number_scan(buf, value);
+    if (quick && quick != e)
+        return -1;
+    return e == buf + n;
+}
+
+/* A non-negative integer (canonical: no sign, no leading zero, no fraction
+ * or exponent) below 2^31. Same sentinel as number_scan. */
+static inline const char *uint_scan(const char *p, int32_t *out)
+{
+    int64_t v;
+    if (*p == '0') {
+        v = 0;
+        p++;
+    } else if (is_digit(*p)) {
+        const char *s = p;
+        v = 0;
+        do
+            v = v * 10 + (*p++ - '0');
+        while (is_digit(*p) && p - s < 11);
+        if (v > INT32_MAX)
+            return NULL;
+    } else {
+        return NULL;
+    }
+    if (is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E')
+        return NULL;
+    *out = (int32_t)v;
+    return p;
+}
+
+/* ------------------------------------------------------------ strings */
+
+static inline int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* A canonical JSON string starting at the quote: the end after the closing
+ * quote, or NULL. Canonical: only \" \\ \b \f \n \r \t and \u00xx (lower
+ * case, for the other bytes below 0x20) as escapes, valid UTF-8. */
+static const char *string_scan(const char *p, const char *end)
+{
+    if (p >= end || *p != '"')
+        return NULL;
+    p++;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p + 1;
+        if (c < 0x20)
+            return NULL;
+        if (c == '\\') {
+            if (end - p < 2)
+                return NULL;
+            char e = p[1];
+            if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+                continue;
+            }
+            if (e != 'u' || end - p < 6 || p[2] != '0' || p[3] != '0' || hexval(p[4]) < 0 || hexval(p[5]) < 0)
+                return NULL;
+            int v = hexval(p[4]) * 16 + hexval(p[5]);
+            if (v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t')
+                return NULL;
+            p += 6;
+            continue;
+        }
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (!len || end - p < len || !vt_utf8_valid(p, (size_t)len))
+            return NULL;
+        p += len;
+    }
+    return NULL;
+}
+
+/* The text of a canonical string [s, e) (quotes included), unescaped, cut
+ * to cap - 1 bytes. */
+static void string_copy(const char *s, const char *e, char *out, size_t cap)
+{
+    static const char from[] = "\"\\bfnrt", to[] = "\"\\\b\f\n\r\t";
+    size_t n = 0;
+    for (const char *p = s + 1; p < e - 1 && n + 1 < cap; p++) {
+        if (*p != '\\') {
+            out[n++] = *p;
+        } else if (p[1] == 'u') {
+            out[n++] = (char)(hexval(p[4]) * 16 + hexval(p[5]));
+            p += 5;
+        } else {
+            out[n++] = to[strchr(from, p[1]) - from];
+            p++;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* Any JSON value, only its extent (the members besides runs are checked
+ * afterwards by cJSON and the canonical writer). */
+static const char *value_skip(const char *p, const char *end)
+{
+    int depth = 0;
+    while (p < end) {
+        char c = *p;
+        if (c == '"') {
+            p++;
+            while (p < end && *p != '"')
+                p += *p == '\\' ? 2 : 1;
+            if (p >= end)
+                return NULL;
+            p++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0)
+                return p;
+            depth--;
+            p++;
+        } else if (c == ',' && depth == 0) {
+            return p;
+        } else {
+            p++;
+        }
+        if (depth == 0 && (c == '"' || c == '}' || c == ']'))
+            return p;
+    }
+    return NULL;
+}
+
+/* --------------------------------------------------------- the parser */
+
+/* Whitespace where canonical JSON has none: the likeliest reason a hand
+ * edited or re-printed capture fails, said as such. */
+static int is_space(const char *at, const char *end)
+{
+    return at < end && (*at == ' ' || *at == '\n' || *at == '\t' || *at == '\r');
+}
+
+static const char canonical_hint[] = "canonical JSON (no whitespace), as vt-capture writes it";
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+static inline int lit(const char **pp, const char *end, const char *s, size_t n)
+{
+    if ((size_t)(end - *pp) >= n && memcmp(*pp, s, n) == 0) {
+        *pp += n;
+        return 1;
+    }
+    return 0;
+}
+#define LIT(pp, end, s) lit(pp, end, s, sizeof(s) - 1)
+
+/* One run as read: its data in its chunk's pools. */
+typedef struct run_rec {
+    int32_t prompt, repeat, n;
+    int ok;
+    int64_t off;
+    size_t at;   /* byte offset of the run, for messages */
+    char *error; /* the error text, when one is recorded (rare) */
+} run_rec;
+
+/* A stretch of the runs array, parsed on its own thread: every run in it
+ * kept (tokens, and for prefix scores log-probs and argmax) in its pools;
+ * order, repeats and determinism are checked when the chunks are merged. */
+typedef struct chunk {
+    const char *path;
+    const char *base, *end; /* the document */
+    const char *begin;      /* its first run's '{' */
+    const char *stop;       /* the ',' before the next chunk's first run; NULL: up to the array's ']' */
+    const char *done;       /* after parsing: where it stopped (the ']' for the last chunk) */
+    int prefix;
+    int32_t run0;           /* the index of its first run; -1: not known (only "runs[?]" in messages) */
+    /* where we are, for messages */
+    int32_t run;
+    const char *field;
+    int32_t i, j;
+    run_rec *runs;
+    int32_t n_runs;
+    size_t cap_runs;
+    int32_t *tokens, *argmax;
+    double *logprobs, *argmax_logprobs;
+    int64_t n_tok;
+    size_t cap_tok;
+    int32_t max_id; /* the largest token id anywhere in it */
+    vt_error err;
+    int rc;
+} chunk;
+
+static int fail_at(chunk *c, const char *at, const char *expected)
+{
+    if (is_space(at, c->end))
+        expected = canonical_hint;
+    char run[24], where[160];
+    if (c->run0 >= 0)
+        snprintf(run, sizeof run, "%d", c->run0 + c->run);
+    else
+        snprintf(run, sizeof run, "?");
+    if (c->run < 0)
+        snprintf(where, sizeof where, "runs");
+    else if (!c->field)
+        snprintf(where, sizeof where, "runs[%s]", run);
+    else if (c->i < 0)
+        snprintf(where, sizeof where, "runs[%s].%s", run, c->field);
+    else if (c->j < 0)
+        snprintf(where, sizeof where, "runs[%s].%s[%d]", run, c->field, c->i);
+    else
+        snprintf(where, sizeof where, "runs[%s].topk[%d][%d].%s", run, c->i, c->j, c->field);
+    c->rc = vt_error_set(&c->err, VT_EINPUT, "%s: offset %zu: field %s: expected %s", c->path,
+                         (size_t)(at - c->base), where, expected);
+    return c->rc;
+}
+
+static int oom(chunk *c)
+{
+    c->rc = vt_error_set(&c->err, VT_EINPUT, "%s: out of memory", c->path);
+    return c->rc;
+}
+
+/* Pools sized together: tokens and (prefix) the three score arrays. */
+static int pool_reserve(chunk *c, int64_t need)
+{
+    if ((size_t)need <= c->cap_tok)
+        return 1;
+    size_t cap = c->cap_tok;
+    if (!grow((void **)&c->tokens, &cap, (size_t)need, sizeof *c->tokens))
+        return 0;
+    if (c->prefix) {
+        size_t c2 = c->cap_tok, c3 = c->cap_tok, c4 = c->cap_tok;
+        if (!grow((void **)&c->logprobs, &c2, cap, sizeof *c->logprobs) ||
+            !grow((void **)&c->argmax_logprobs, &c3, cap, sizeof *c->argmax_logprobs) ||
+            !grow((void **)&c->argmax, &c4, cap, sizeof *c->argmax))
+            return 0;
+    }
+    c->cap_tok = cap;
+    return 1;
+}
+
+/* An array of token ids, appended to a pool (tokens or argmax) from the
+ * chunk's current end. */
+static const char *ids_parse(chunk *c, const char *p, int argmax_pool, int32_t *out_n)
+{
+    const char *end = c->end;
+    if (!LIT(&p, end, "[")) {
+        fail_at(c, p, "an array of token ids");
+        return NULL;
+    }
+    int32_t k = 0;
+    if (*p == ']') {
+        p++;
+    } else {
+        for (;;) {
+            int32_t v;
+            c->i = k;
+            const char *q = uint_scan(p, &v);
+            if (!q) {
+                fail_at(c, p, "a token id (a non-negative integer below 2^31, canonical)");
+                return NULL;
+            }
+            if (v > c->max_id)
+                c->max_id = v;
+            if (!pool_reserve(c, c->n_tok + k + 1)) {
+                oom(c);
+                return NULL;
+            }
+            (argmax_pool ? c->argmax : c->tokens)[c->n_tok + k] = v;
+            k++;
+            p = q;
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+            if (*p == ']') {
+                p++;
+                break;
+            }
+            fail_at(c, p, "',' or ']' after a token id");
+            return NULL;
+        }
+    }
+    c->i = -1;
+    *out_n = k;
+    return p;
+}
+
+/* An array of log-probs, appended to a pool from the chunk's current end. */
+static const char *nums_parse(chunk *c, const char *p, int argmax_pool, int32_t *out_n)
+{
+    const char *end = c->end;
+    if (!LIT(&p, end, "[")) {
+        fail_at(c, p, "an array of log-probs");
+        return NULL;
+    }
+    int32_t k = 0;
+    if (*p == ']') {
+        p++;
+    } else {
+        for (;;) {
+            double v;
+            c->i = k;
+            const char *q = number_scan(p, &v);
+            if (!q) {
+                fail_at(c, p, "a number in canonical form (%.9g, as vt-capture writes it)");
+                return NULL;
+            }
+            if (!pool_reserve(c, c->n_tok + k + 1)) {
+                oom(c);
+                return NULL;
+            }
+            (argmax_pool ? c->argmax_logprobs : c->logprobs)[c->n_tok + k] = v;
+            k++;
+            p = q;
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+            if (*p == ']') {
+                p++;
+                break;
+            }
+            fail_at(c, p, "',' or ']' after a log-prob");
+            return NULL;
+        }
+    }
+    c->i = -1;
+    *out_n = k;
+    return p;
+}
+
+/* topk: [[{"id":N,"logprob":X},...],...]: checked, not kept. The hot loop
+ * of a large capture. */
+static const char *topk_parse(chunk *c, const char *p)
+{
+    const char *end = c->end;
+    if (!LIT(&p, end, "[")) {
+        fail_at(c, p, "an array of positions");
+        return NULL;
+    }
+    if (*p == ']')
+        return p + 1;
+    int32_t max_id = c->max_id;
+    for (int32_t i = 0;; i++) {
+        if (!LIT(&p, end, "[")) {
+            c->i = i;
+            fail_at(c, p, "a position's array of {id, logprob}");
+            return NULL;
+        }
+        if (*p == ']') {
+            p++;
+        } else {
+            for (int32_t j = 0;; j++) {
+                int32_t id;
+                const char *q;
+                if (!LIT(&p, end, "{\"id\":") || !(q = uint_scan(p, &id))) {
+                    c->i = i, c->j = j, c->field = "id";
+                    fail_at(c, p, "{\"id\": a token id, then \"logprob\"} (canonical)");
+                    return NULL;
+                }
+                if (id > max_id)
+                    max_id = id;
+                p = q;
+                if (!LIT(&p, end, ",\"logprob\":") || (!(q = number_quick(p, end)) && !(q = number_scan(p, NULL))) ||
+                    *q != '}') {
+                    c->i = i, c->j = j, c->field = "logprob";
+                    fail_at(c, p, "\"logprob\": a number in canonical form, then '}' (no other member)");
+                    return NULL;
+                }
+                p = q + 1;
+                if (*p == ',') {
+                    p++;
+                    continue;
+                }
+                if (*p == ']') {
+                    p++;
+                    break;
+                }
+                c->i = i, c->j = j, c->field = "logprob";
+                fail_at(c, p, "',' or ']' after a top-k entry");
+                return NULL;
+            }
+        }
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == ']') {
+            p++;
+            break;
+        }
+        c->i = i;
+        fail_at(c, p, "',' or ']' after a position");
+        return NULL;
+    }
+    c->max_id = max_id;
+    return p;
+}
+
+static int is_hex64(const char *p, const char *end)
+{
+    if (end - p < 65 || p[64] != '"')
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (hexval(p[i]) < 0)
+            return 0;
+    return 1;
+}
+
+/* One run at p (its '{'), in the member order vt-capture writes:
+ * prompt, repeat, status, error?, tokens, topk | logprobs, argmax,
+ * argmax_logprobs, logits_sha256?. */
+static const char *run_parse(chunk *c, const char *p)
+{
+    const char *end = c->end;
+    c->field = NULL;
+    c->i = c->j = -1;
+    run_rec r = { .at = (size_t)(p - c->base), .off = c->n_tok };
+    const char *q;
+    if (!LIT(&p, end, "{\"prompt\":") || !(q = uint_scan(p, &r.prompt))) {
+        fail_at(c, p, "{\"prompt\": a prompt index, ... (the member order vt-capture writes)");
+        return NULL;
+    }
+    p = q;
+    if (!LIT(&p, end, ",\"repeat\":") || !(q = uint_scan(p, &r.repeat))) {
+        c->field = "repeat";
+        fail_at(c, p, "\"repeat\": a non-negative integer after prompt");
+        return NULL;
+    }
+    p = q;
+    c->field = "status";
+    if (LIT(&p, end, ",\"status\":\"ok\"")) {
+        r.ok = 1;
+    } else if (!LIT(&p, end, ",\"status\":\"error\"")) {
+        fail_at(c, p, "\"status\": \"ok\" or \"error\"");
+        return NULL;
+    }
+    if (LIT(&p, end, ",\"error\":")) {
+        c->field = "error";
+        const char *s = p;
+        char msg[sizeof ((vt_doc_note *)0)->what];
+        if (!(p = string_scan(p, end))) {
+            fail_at(c, s, "a string in canonical form");
+            return NULL;
+        }
+        string_copy(s, p, msg, sizeof msg);
+        if (!(r.error = strdup(msg))) {
+            oom(c);
+            return NULL;
+        }
+    }
+    /* From here on a failure must free r.error. */
+    int32_t nt = 0;
+    c->field = "tokens";
+    if (!LIT(&p, end, ",\"tokens\":")) {
+        fail_at(c, p, "\"tokens\" after status (and error)");
+        goto fail;
+    }
+    if (!(p = ids_parse(c, p, 0, &nt)))
+        goto fail;
+    if (!c->prefix) {
+        c->field = "topk";
+        if (!LIT(&p, end, ",\"topk\":")) {
+            fail_at(c, p, "\"topk\" after tokens");
+            goto fail;
+        }
+        if (!(p = topk_parse(c, p)))
+            goto fail;
+    } else {
+        int32_t n1 = 0, n2 = 0, n3 = 0;
+        c->field = "logprobs";
+        if (!LIT(&p, end, ",\"logprobs\":")) {
+            fail_at(c, p, "\"logprobs\" after tokens");
+            goto fail;
+        }
+        if (!(p = nums_parse(c, p, 0, &n1)))
+            goto fail;
+        c->field = "argmax";
+        if (!LIT(&p, end, ",\"argmax\":")) {
+            fail_at(c, p, "\"argmax\" after logprobs");
+            goto fail;
+        }
+        if (!(p = ids_parse(c, p, 1, &n2)))
+            goto fail;
+        c->field = "argmax_logprobs";
+        if (!LIT(&p, end, ",\"argmax_logprobs\":")) {
+            fail_at(c, p, "\"argmax_logprobs\" after argmax");
+            goto fail;
+        }
+        if (!(p = nums_parse(c, p, 1, &n3)))
+            goto fail;
+        if (n1 != nt || n2 != nt || n3 != nt) {
+            c->field = n1 != nt ? "logprobs" : n2 != nt ? "argmax" : "argmax_logprobs";
+            fail_at(c, p, "one entry per token in tokens, logprobs, argmax and argmax_logprobs");
+            goto fail;
+        }
+    }
+    c->field = NULL;
+    c->i = c->j = -1;
+    if (LIT(&p, end, ",\"logits_sha256\":\"")) {
+        if (!is_hex64(p, end)) {
+            c->field = "logits_sha256";
+            fail_at(c, p, "64 lower-case hex digits");
+            goto fail;
+        }
+        p += 65;
+    }
+    if (!LIT(&p, end, "}")) {
+        fail_at(c, p, "'}' after the run's last member (tokens, topk or logprobs..., logits_sha256?; nothing else)");
+        goto fail;
+    }
+    if ((size_t)c->n_runs == c->cap_runs && !grow((void **)&c->runs, &c->cap_runs, c->cap_runs + 1, sizeof *c->runs)) {
+        oom(c);
+        goto fail;
+    }
+    r.n = nt;
+    c->runs[c->n_runs++] = r;
+    c->n_tok += nt;
+    return p;
+fail:
+    free(r.error);
+    return NULL;
+}
+
+/* The runs of one chunk, from its first run to its stop. */
+static void *chunk_parse(void *arg)
+{
+    chunk *c = arg;
+    const char *p = c->begin;
+    c->run = 0;
+    if (!c->stop && *p == ']') { /* an empty runs array */
+        c->done = p;
+        return NULL;
+    }
+    for (;; c->run++) {
+        if (!(p = run_parse(c, p)))
+            return NULL;
+        if (p == c->stop) {
+            c->done = p;
+            return NULL;
+        }
+        if (!c->stop && *p == ']') {
+            c->done = p;
+            return NULL;
+        }
+        if (*p != ',' || (c->stop && p > c->stop)) {
+            c->field = NULL;
+            fail_at(c, p, "',' or ']' after a run");
+            return NULL;
+        }
+        p++;
+    }
+}
+
+static void chunk_free(chunk *c)
+{
+    for (int32_t i = 0; i < c->n_runs; i++)
+        free(c->runs[i].error);
+    free(c->runs);
+    free(c->tokens);
+    free(c->argmax);
+    free(c->logprobs);
+    free(c->argmax_logprobs);
+    memset(c, 0, sizeof *c);
+}
+
+static void note(vt_doc_note *n, int32_t run, int32_t prompt, int32_t repeat, int32_t position, const char *what)
+{
+    if (n->run >= 0)
+        return;
+    n->run = run;
+    n->prompt = prompt;
+    n->repeat = repeat;
+    n->position = position;
+    snprintf(n->what, sizeof n->what, "%s", what);
+}
+
+/* Where repeat 0 of a prompt is, while merging. */
+typedef struct ref0 {
+    const chunk *c;
+    const run_rec *r;
+} ref0;
+
+/* The first position where a later repeat differs from repeat 0 (-1: none),
+ * and in which array. */
+static int32_t run_diff(const chunk *ca, const run_rec *a, const chunk *cb, const run_rec *b, int prefix,
+                        const char **field)
+{
+    int32_t n = a->n < b->n ? a->n : b->n;
+    *field = "tokens";
+    for (int32_t i = 0; i < n; i++)
+        if (ca->tokens[a->off + i] != cb->tokens[b->off + i])
+            return i;
+    if (prefix)
+        for (int32_t i = 0; i < n; i++) {
+            if (ca->logprobs[a->off + i] != cb->logprobs[b->off + i])
+                return *field = "logprobs", i;
+            if (ca->argmax[a->off + i] != cb->argmax[b->off + i])
+                return *field = "argmax", i;
+            if (ca->argmax_logprobs[a->off + i] != cb->argmax_logprobs[b->off + i])
+                return *field = "argmax_logprobs", i;
+        }
+    return a->n != b->n ? n : -1;
+}
+
+/* The chunks, in order: runs in the order vt-capture writes them (repeat 0
+ * of prompts 0..P-1, then repeat 1 of prompts 0..P-1, ...), each later
+ * repeat compared with repeat 0, repeat 0's streams copied into the doc. */
+static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, vt_error *err)
+{
+    const int prefix = d->kind == VT_DOC_PREFIX;
+    int32_t P = -1, k = 0;
+    size_t cap = 0;
+    ref0 *refs = NULL;
+    int rc = VT_OK;
+    for (int ci = 0; ci < n_chunks && rc == VT_OK; ci++) {
+        const chunk *c = &chunks[ci];
+        for (int32_t ri = 0; ri < c->n_runs; ri++, k++) {
+            const run_rec *r = &c->runs[ri];
+            if (P < 0 && r->repeat != 0 && k > 0)
+                P = k;
+            int32_t want_prompt = P < 0 ? k : k % P, want_repeat = P < 0 ? 0 : k / P;
+            if (r->prompt != want_prompt || r->repeat != want_repeat) {
+                rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: field runs[%d]: expected prompt %d repeat %d (runs "
+                                  "in the order vt-capture writes them), not prompt %d repeat %d", d->path, r->at, k,
+                                  want_prompt, want_repeat, r->prompt, r->repeat);
+                break;
+            }
+            if (!r->ok)
+                note(&d->error_run, k, r->prompt, r->repeat, -1, r->error ? r->error : "(no error text)");
+            else if (r->error)
+                note(&d->error_after, k, r->prompt, r->repeat, -1, r->error);
+            if (r->repeat == 0) {
+                if ((size_t)r->prompt >= cap && !grow((void **)&refs, &cap, (size_t)r->prompt + 1, sizeof *refs)) {
+                    rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+                    break;
+                }
+                refs[r->prompt] = (ref0){ c, r };
+                continue;
+            }
+            const ref0 *z = &refs[r->prompt];
+            const char *field;
+            int32_t at;
+            if (z->r->ok != r->ok)
+                note(&d->differs, k, r->prompt, r->repeat, 0, "status");
+            else if ((at = run_diff(z->c, z->r, c, r, prefix, &field)) >= 0)
+                note(&d->differs, k, r->prompt, r->repeat, at, field);
+        }
+    }
+    if (rc == VT_OK) {
+        if (P < 0)
+            P = k;
+        if (P > 0 && k % P != 0)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field runs: %d runs: expected every prompt's repeats (a whole "
+                              "number of repeats of %d prompts)", d->path, k, P);
+    }
+    /* Repeat 0 of every prompt, in one set of pools. */
+    int64_t total = 0;
+    for (int32_t p = 0; rc == VT_OK && p < P; p++)
+        total += refs[p].r->n;
+    if (rc == VT_OK) {
+        size_t n = (size_t)(total ? total : 1);
+        d->off = malloc((size_t)(P ? P : 1) * sizeof *d->off);
+        d->n = malloc((size_t)(P ? P : 1) * sizeof *d->n);
+        d->tokens = malloc(n * sizeof *d->tokens);
+        if (prefix) {
+            d->logprobs = malloc(n * sizeof *d->logprobs);
+            d->argmax_logprobs = malloc(n * sizeof *d->argmax_logprobs);
+            d->argmax = malloc(n * sizeof *d->argmax);
+        }
+        if (!d->off || !d->n || !d->tokens || (prefix && (!d->logprobs || !d->argmax_logprobs || !d->argmax)))
+            rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+    }
+    int64_t off = 0;
+    for (int32_t p = 0; rc == VT_OK && p < P; p++) {
+        const chunk *c = refs[p].c;
+        const run_rec *r = refs[p].r;
+        d->off[p] = off;
+        d->n[p] = r->n;
+        memcpy(d->tokens + off, c->tokens + r->off, (size_t)r->n * sizeof *d->tokens);
+        if (prefix) {
+            memcpy(d->logprobs + off, c->logprobs + r->off, (size_t)r->n * sizeof *d->logprobs);
+            memcpy(d->argmax_logprobs + off, c->argmax_logprobs + r->off, (size_t)r->n * sizeof *d->argmax_logprobs);
+            memcpy(d->argmax + off, c->argmax + r->off, (size_t)r->n * sizeof *d->argmax);
+        }
+        off += r->n;
+    }
+    d->n_prompts = P;
+    d->repeats = P > 0 ? k / P : 0;
+    d->n_positions = off;
+    free(refs);
+    (void)base;
+    return rc;
+}
+
+/* How many threads parse a document's runs: one per CPU for large ones. */
+static int chunk_count(size_t len)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t by_size = len / ((size_t)32 << 20);
+    int n = (int)(by_size < (size_t)(cpus > 0 ? cpus : 1) ? by_size : (size_t)cpus);
+    return n < 1 ? 1 : n > 32 ? 32 : n;
+}
+
+/* The runs array at p (its '['): parsed in chunks split at run boundaries
+ * (",{\"prompt\":" occurs nowhere else in canonical JSON: quotes inside
+ * strings are escaped), one thread each, then merged. On any failure the
+ * runs are parsed again on one thread, for a message that names the run.
+ * Returns the end (after ']'), or NULL with err set. *max_id: the largest
+ * token id. */
+static const char *runs_parse(vt_doc *d, const char *base, const char *end, const char *p, int threads,
+                              int32_t *max_id, vt_error *err)
+{
+    if (p >= end || *p != '[') {
+        vt_error_set(err, VT_EINPUT, "%s: offset %zu: field runs: expected %s", d->path, (size_t)(p - base),
+                     is_space(p, end) ? canonical_hint : "an array of runs");
+        return NULL;
+    }
+    const char *first = p + 1;
+    int n = threads > 0 ? (threads < 32 ? threads : 32) : chunk_count((size_t)(end - p));
+    for (int attempt = 0; attempt < 2; attempt++) {
+        chunk chunks[32];
+        pthread_t th[32];
+        int started[32] = { 0 };
+        memset(chunks, 0, sizeof chunks);
+        /* Boundaries: the first ",{"prompt":" after each equal share. */
+        const char *starts[33];
+        int m = 0;
+        starts[m++] = first;
+        static const char sep[] = ",{\"prompt\":";
+        for (int i = 1; i < n; i++) {
+            const char *from = first + (size_t)(end - first) / (size_t)n * (size_t)i;
+            if (from <= starts[m - 1])
+                continue;
+            const char *b = memmem(from, (size_t)(end - from), sep, sizeof sep - 1);
+            if (!b)
+                break;
+            starts[m++] = b + 1;
+        }
+        for (int i = 0; i < m; i++) {
+            chunk *c = &chunks[i];
+            c->path = d->path;
+            c->base = base;
+            c->end = end;
+            c->begin = starts[i];
+            c->stop = i + 1 < m ? starts[i + 1] - 1 : NULL;
+            c->prefix = d->kind == VT_DOC_PREFIX;
+            c->run0 = i == 0 ? 0 : -1;
+            c->i = c->j = -1;
+            if (i > 0)
+                started[i] = pthread_create(&th[i], NULL, chunk_parse, c) == 0;
+        }
+        chunk_parse(&chunks[0]);
+        for (int i = 1; i < m; i++) {
+            if (started[i])
+                pthread_join(th[i], NULL);
+            else
+                chunk_parse(&chunks[i]);
+        }
+        int failed = -1;
+        for (int i = 0; i < m && failed < 0; i++)
+            if (chunks[i].rc || !chunks[i].done)
+                failed = i;
+        const char *after = NULL;
+        if (failed < 0) {
+            *max_id = 0;
+            for (int i = 0; i < m; i++)
+                *max_id = chunks[i].max_id > *max_id ? chunks[i].max_id : *max_id;
+            if (runs_merge(d, chunks, m, base, err) == VT_OK)
+                after = chunks[m - 1].done + 1;
+        } else if (m == 1 || failed == 0) {
+            /* The run index is known: this message is the one to give. */
+            if (err)
+                *err = chunks[failed].err;
+        }
+        for (int i = 0; i < m; i++)
+            chunk_free(&chunks[i]);
+        if (failed < 0 || m == 1 || failed == 0)
+            return after;
+        n = 1; /* again, on one thread, for the message */
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ hashing */
+
+typedef struct hash_job {
+    const char *base;
+    size_t body, len; /* bytes before the seal member; the whole file */
+    vt_sha256_hex seal, file;
+    int ok;
+} hash_job;
+
+static void hex32(const unsigned char *md, vt_sha256_hex *out)
+{
+    static const char h[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out->hex[2 * i] = h[md[i] >> 4];
+        out->hex[2 * i + 1] = h[md[i] & 15];
+    }
+    out->hex[64] = '\0';
+}
+
+/* The seal's input is the body plus "}"; the file is the body plus the
+ * seal member: one pass over the body, the context copied for the two ends. */
+static void *hash_run(void *arg)
+{
+    hash_job *j = arg;
+    EVP_MD_CTX *a = EVP_MD_CTX_new(), *b = EVP_MD_CTX_new();
+    unsigned char md[32];
+    unsigned int n;
+    j->ok = a && b && EVP_DigestInit_ex(a, EVP_sha256(), NULL) == 1;
+    for (size_t off = 0; j->ok && off < j->body; off += (size_t)1 << 24) {
+        size_t m = j->body - off < ((size_t)1 << 24) ? j->body - off : (size_t)1 << 24;
+        j->ok = EVP_DigestUpdate(a, j->base + off, m) == 1;
+    }
+    j->ok = j->ok && EVP_MD_CTX_copy_ex(b, a) == 1 && EVP_DigestUpdate(a, "}", 1) == 1 &&
+            EVP_DigestFinal_ex(a, md, &n) == 1;
+    if (j->ok)
+        hex32(md, &j->seal);
+    j->ok = j->ok && EVP_DigestUpdate(b, j->base + j->body, j->len - j->body) == 1 &&
+            EVP_DigestFinal_ex(b, md, &n) == 1;
+    if (j->ok)
+        hex32(md, &j->file);
+    EVP_MD_CTX_free(a);
+    EVP_MD_CTX_free(b);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ reading */
+
+static const char SEAL_MEMBER[] = ",\"seal\":\"";
+enum { SEAL_TAIL = 9 + 64 + 3 }; /* ,"seal":" HEX "}\n */
+
+static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, int threads, vt_error *err)
+{
+    const char *end = base + len;
+    const char *want_schema = want == VT_DOC_CAPTURE ? VT_CAPTURE_SCHEMA : VT_PREFIX_SCORES_SCHEMA;
+    /* The start and the end: {"schema":"...", ... ,"seal":"HEX"}\n */
+    const char *p = base;
+    if (!LIT(&p, end, "{\"schema\":")) {
+        if (len && base[0] != '{')
+            return vt_error_set(err, VT_EINPUT, "%s: offset 0: expected a JSON object (a %s)", d->path, want_schema);
+        return vt_error_set(err, VT_EINPUT, "%s: offset 1: field schema: expected it first, in canonical JSON (no "
+                            "whitespace), as vt-capture writes it", d->path);
+    }
+    const char *s = p;
+    if (!(p = string_scan(p, end)))
+        return vt_error_set(err, VT_EINPUT, "%s: offset %zu: field schema: expected %s", d->path, (size_t)(s - base),
+                            is_space(s, end) ? canonical_hint : "a string");
+    char schema[64];
+    string_copy(s, p, schema, sizeof schema);
+    if (strcmp(schema, want_schema) != 0)
+        return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\"", d->path, schema,
+                            want_schema);
+    if (len < SEAL_TAIL + 20 || memcmp(end - SEAL_TAIL, SEAL_MEMBER, 9) != 0 || !is_hex64(end - SEAL_TAIL + 9, end) ||
+        memcmp(end - 3, "\"}\n", 3) != 0)
+        return vt_error_set(err, VT_EINPUT, "%s: offset %zu: field seal: expected the document to end with "
+                            "\"seal\":\"<64 hex digits>\"}, then a newline, as vt-capture writes it", d->path,
+                            len > SEAL_TAIL ? len - SEAL_TAIL : 0);
+    memcpy(d->seal.hex, end - SEAL_TAIL + 9, 64);
+    d->seal.hex[64] = '\0';
+
+    /* Hash on another thread while parsing (inline for small files). */
+    hash_job hj = { base, len - SEAL_TAIL, len, { "" }, { "" }, 0 };
+    pthread_t th;
+    int threaded = len >= ((size_t)4 << 20) && pthread_create(&th, NULL, hash_run, &hj) == 0;
+    if (!threaded)
+        hash_run(&hj);
+
+    int32_t max_id = 0;
+    const char *runs_start = NULL, *runs_end = NULL;
+    int rc = VT_OK;
+    d->kind = want;
+    while (rc == VT_OK) {
+        /* p is after a member's value */
+        if (p < end && *p == '}')
+            break;
+        if (!LIT(&p, end, ",")) {
+            rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected %s", d->path, (size_t)(p - base),
+                              is_space(p, end) ? canonical_hint : "',' or '}' after a member");
+            break;
+        }
+        const char *ks = p;
+        if (!(p = string_scan(p, end)) || !LIT(&p, end, ":")) {
+            const char *at = p ? p : ks;
+            rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected %s", d->path, (size_t)(at - base),
+                              is_space(at, end) ? canonical_hint : "a member name and ':'");
+            break;
+        }
+        if ((size_t)(p - ks) == 7 && memcmp(ks, "\"runs\":", 7) == 0) {
+            if (runs_start) {
+                rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: field runs: expected it once", d->path,
+                                  (size_t)(ks - base));
+                break;
+            }
+            runs_start = p;
+            if (!(p = runs_parse(d, base, end, p, threads, &max_id, err))) {
+                rc = VT_EINPUT;
+                break;
+            }
+            runs_end = p;
+        } else {
+            const char *v = p;
+            if (!(p = value_skip(p, end))) {
+                rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected a JSON value", d->path, (size_t)(v - base));
+                break;
+            }
+        }
+    }
+    if (rc == VT_OK && p != end - 2)
+        rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected the end of the document", d->path,
+                          (size_t)(p - base));
+    if (rc == VT_OK && !runs_start)
+        rc = vt_error_set(err, VT_EINPUT, "%s: field runs: missing: expected the runs", d->path);
+
+    /* Everything but runs: parsed, canonical, schema, workload seal. */
+    char *mtext = NULL;
+    size_t mlen = 0;
+    if (rc == VT_OK) {
+        size_t a = (size_t)(runs_start - base), b = (size_t)(end - 1 - runs_end);
+        mlen = a + 2 + b;
+        if (!(mtext = malloc(mlen + 1)))
+            rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+        else {
+            memcpy(mtext, base, a);
+            memcpy(mtext + a, "[]", 2);
+            memcpy(mtext + a + 2, runs_end, b);
+            mtext[mlen] = '\0';
+        }
+    }
+    if (rc == VT_OK) {
+        const char *pend = NULL;
+        d->meta = cJSON_ParseWithLengthOpts(mtext, mlen, &pend, 0);
+        if (!d->meta || pend != mtext + mlen) {
+            const char *at = cJSON_GetErrorPtr();
+            size_t off = at && at >= mtext && at <= mtext + mlen ? (size_t)(at - mtext) : 0;
+            if (off > (size_t)(runs_start - base))
+                off += (size_t)(runs_end - runs_start) - 2;
+            rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected JSON", d->path, off);
+        }
+    }
+    if (rc == VT_OK) {
+        vt_error e;
+        vt_error_clear(&e);
+        size_t cn;
+        char *canon = vt_canonical_json(d->meta, &cn, &e);
+        if (!canon) {
+            rc = vt_error_set(err, VT_EINPUT, "%s: %s", d->path, e.msg);
+        } else if (cn != mlen || memcmp(canon, mtext, mlen) != 0) {
+            size_t i = 0;
+            while (i < cn && i < mlen && canon[i] == mtext[i])
+                i++;
+            if (i > (size_t)(runs_start - base))
+                i += (size_t)(runs_end - runs_start) - 2;
+            rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected canonical JSON (no whitespace, numbers as "
+                              "%%.9g, minimal escapes), as vt-capture writes it", d->path, i);
+        }
+        free(canon);
+    }
+    free(mtext);
+    if (rc == VT_OK) {
+        const cJSON *root = vt_capture_schema();
+        const cJSON *sub = root ? vt_json_schema_at(root, want == VT_DOC_CAPTURE ? "#/$defs/capture"
+                                                                                 : "#/$defs/prefix_scores")
+                                : NULL;
+        vt_error e;
+        vt_error_clear(&e);
+        if (!sub)
+            rc = vt_error_set(err, VT_EINPUT, "capture schema: not available (build problem)");
+        else if (vt_json_schema_check(root, sub, d->meta, &e) != VT_OK)
+            rc = vt_error_set(err, VT_EINPUT, "%s: %s", d->path, e.msg);
+    }
+    if (rc == VT_OK) {
+        /* The runs against the rest: prompts, repeats, vocabulary. */
+        const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(d->meta, "prompts");
+        const cJSON *set = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "settings"),
+                                                            "resolved");
+        const cJSON *reps = cJSON_GetObjectItemCaseSensitive(set, "repetitions");
+        const cJSON *det = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "determinism"),
+                                                            "repeats");
+        const cJSON *nv = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "model"), "gguf"), "n_vocab");
+        int np = cJSON_GetArraySize(prompts);
+        if (np < 1)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field prompts: expected at least one prompt", d->path);
+        else if (d->n_prompts != np)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field runs: runs for %d prompts: expected one per prompt of the %d "
+                              "in prompts, each repeat", d->path, d->n_prompts, np);
+        else if (reps->valuedouble != d->repeats)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field runs: %d repeats of each prompt: expected %g, "
+                              "settings.resolved.repetitions", d->path, d->repeats, reps->valuedouble);
+        else if (det->valuedouble != d->repeats)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field determinism.repeats: %g: expected %d, the runs' repeats",
+                              d->path, det->valuedouble, d->repeats);
+        else if (max_id >= nv->valuedouble)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field runs: token id %d: expected ids below model.gguf.n_vocab %g",
+                              d->path, max_id, nv->valuedouble);
+        /* Each prompt's ids below the vocabulary, and its sha256 theirs
+         * (little-endian int32, capture.h). */
+        int i = 0;
+        unsigned char *buf = NULL;
+        size_t cap = 0;
+        for (const cJSON *pr = prompts ? prompts->child : NULL; rc == VT_OK && pr; pr = pr->next, i++) {
+            const cJSON *tk = cJSON_GetObjectItemCaseSensitive(pr, "tokens");
+            size_t n = 0, need = (size_t)cJSON_GetArraySize(tk) * 4 + 1;
+            if (need > cap && !grow((void **)&buf, &cap, need, 1)) {
+                rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+                break;
+            }
+            for (const cJSON *t = tk->child; t; t = t->next) {
+                if (t->valuedouble >= nv->valuedouble) {
+                    rc = vt_error_set(err, VT_EINPUT, "%s: field prompts[%d].tokens: id %g: expected ids below "
+                                      "model.gguf.n_vocab %g", d->path, i, t->valuedouble, nv->valuedouble);
+                    break;
+                }
+                uint32_t u = (uint32_t)t->valuedouble;
+                for (int b = 0; b < 4; b++)
+                    buf[n++] = (unsigned char)(u >> (8 * b));
+            }
+            vt_sha256_hex h;
+            const cJSON *sha = cJSON_GetObjectItemCaseSensitive(pr, "sha256");
+            if (rc == VT_OK && (vt_sha256_buffer(buf, n, &h) != 0 || strcmp(h.hex, sha->valuestring) != 0))
+                rc = vt_error_set(err, VT_EINPUT, "%s: field prompts[%d].sha256: %s: expected %s, the SHA-256 of its "
+                                  "tokens", d->path, i, sha->valuestring, h.hex);
+        }
+        free(buf);
+    }
+    if (rc == VT_OK) {
+        vt_error e;
+        vt_error_clear(&e);
+        cJSON *w = vt_capture_workload(d->meta);
+        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(d->meta, "workload_seal");
+        vt_sha256_hex h;
+        if (!w || vt_canonical_sha256(w, &h, &e) != VT_OK)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field workload_seal: cannot be recomputed: %s", d->path, e.msg);
+        else if (strcmp(h.hex, ws->valuestring) != 0)
+            rc = vt_error_set(err, VT_EINPUT, "%s: field workload_seal: %s: expected %s, the recomputed one", d->path,
+                              ws->valuestring, h.hex);
+        else
+            d->workload_seal = h;
+        cJSON_Delete(w);
+    }
+    if (threaded)
+        pthread_join(th, NULL);
+    if (rc == VT_OK && !hj.ok)
+        rc = vt_error_set(err, VT_EINPUT, "%s: SHA-256 failed", d->path);
+    if (rc == VT_OK && strcmp(hj.seal.hex, d->seal.hex) != 0)
+        rc = vt_error_set(err, VT_EINPUT, "%s: field seal: %s: expected %s, the recomputed one", d->path, d->seal.hex,
+                          hj.seal.hex);
+    d->file_sha256 = hj.file;
+    d->size = len;
+    return rc;
+}
+
+int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
+{
+    memset(d, 0, sizeof *d);
+    d->error_run.run = d->error_after.run = d->differs.run = -1;
+    if (!(d->path = strdup(src->path ? src->path : "(document)")))
+        return vt_error_set(err, VT_EINPUT, "out of memory");
+    if (src->text) {
+        int rc = parse_doc(d, src->text, src->len, src->kind, src->threads, err);
+        if (rc)
+            vt_doc_free(d);
+        return rc;
+    }
+    int fd = open(src->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int rc = vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", src->path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        vt_doc_free(d);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+        close(fd);
+        vt_doc_free(d);
+        return vt_error_set(err, VT_EINPUT, "%s: %s: expected a JSON document", src->path,
+                            S_ISREG(st.st_mode) ? "empty" : "not a regular file");
+    }
+    size_t len = (size_t)st.st_size;
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        vt_doc_free(d);
+        return vt_error_set(err, VT_EINPUT, "%s: cannot map: %s", src->path, strerror(errno));
+    }
+    madvise(m, len, MADV_SEQUENTIAL);
+    int rc = parse_doc(d, m, len, src->kind, src->threads, err);
+    munmap(m, len);
+    if (rc)
+        vt_doc_free(d);
+    return rc;
+}
+
+typedef struct read_job {
+    const vt_doc_source *src;
+    vt_doc *out;
+    vt_error err;
+    int rc;
+} read_job;
+
+static void *read_run(void *arg)
+{
+    read_job *j = arg;
+    vt_error_clear(&j->err);
+    j->rc = vt_doc_read(j->src, j->out, &j->err);
+    return NULL;
+}
+
+int vt_doc_read_all(const vt_doc_source *src, vt_doc *out, int n, vt_error *err)
+{
+    read_job *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int *started = calloc((size_t)n, sizeof *started);
+    if (!jobs || !th || !started) {
+        free(jobs);
+        free(th);
+        free(started);
+        return vt_error_set(err, VT_EINPUT, "out of memory");
+    }
+    vt_capture_schema(); /* parsed once, before the threads */
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (read_job){ &src[i], &out[i], { 0, "" }, 0 };
+        started[i] = i > 0 && pthread_create(&th[i], NULL, read_run, &jobs[i]) == 0;
+    }
+    if (n > 0)
+        read_run(&jobs[0]);
+    for (int i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            read_run(&jobs[i]);
+    }
+    int rc = VT_OK;
+    for (int i = 0; i < n && rc == VT_OK; i++)
+        if (jobs[i].rc) {
+            rc = jobs[i].rc;
+            if (err)
+                *err = jobs[i].err;
+        }
+    if (rc)
+        for (int i = 0; i < n; i++)
+            if (!jobs[i].rc)
+                vt_doc_free(&out[i]);
+    free(jobs);
+    free(th);
+    free(started);
+    return rc;
+}
+
+void vt_doc_free(vt_doc *d)
+{
+    if (!d)
+        return;
+    free(d->path);
+    cJSON_Delete(d->meta);
+    free(d->off);
+    free(d->n);
+    free(d->tokens);
+    free(d->logprobs);
+    free(d->argmax_logprobs);
+    free(d->argmax);
+    memset(d, 0, sizeof *d);
+    d->error_run.run = d->error_after.run = d->differs.run = -1;
+}

@@ -1,0 +1,925 @@
+/* vt-neartie's library: inputs, guards, scoring, outputs (neartie_report.h). */
+#include "neartie_report.h"
+
+#include "kld.h"
+#include "neartie.h"
+
+#include "../capture/canonical_json.h"
+#include "../capture/capture.h"
+#include "../common/vt_publish.h"
+#include "../engine/gguf.h"
+#include "../engine/runner.h"
+#include "../engine/tokenizer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef VT_VERSION
+#define VT_VERSION "0.1.0"
+#endif
+#ifndef VT_GIT_REV
+#define VT_GIT_REV "unknown"
+#endif
+
+#define REPORT_SCHEMA "vt.neartie-report/1"
+enum { LOCAL = 0, ORACLE = 1, SCORES = 2 };
+
+typedef struct gap_entry {
+    double gap;
+    int32_t prompt, position;
+} gap_entry;
+
+struct vt_neartie {
+    vt_nt_opts o;
+    vt_doc doc[3];
+    int n_docs;
+    char *scores_text; /* score_with: the prefix scores' bytes */
+    size_t scores_len;
+    vt_lines refusals;
+    cJSON *allowed;    /* what the guards recorded */
+    int guarded;
+    /* token text */
+    vt_tokenizer *tok;
+    char tok_file[1024];
+    vt_sha256_hex tok_sha;
+    char tok_note[1600];
+    /* results */
+    const char **ids; /* each prompt's id (a cJSON array is a list: no walk per use) */
+    vt_nt_prompt_result *res;
+    int32_t *positions, *comparable;
+    gap_entry *top;
+    int32_t n_top;
+    vt_nt_metrics metrics;
+    vt_nt_totals totals;
+    char *gate_reasons[2];
+    int n_gate_reasons;
+    char *table, *report, *junit;
+    size_t report_len, junit_len;
+};
+
+/* ------------------------------------------------------------ strings */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        sb_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
+}
+
+/* Bytes as printable UTF-8: \n \r \t \\ \" escaped, other control bytes
+ * and bytes that are not UTF-8 as \xNN. */
+static void display(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 8 < cap;) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\\' ? "\\\\"
+                        : c == '"' ? "\\\"" : NULL;
+        if (esc) {
+            k += (size_t)snprintf(out + k, cap - k, "%s", esc);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+            i++;
+        } else if (c < 0x80) {
+            out[k++] = (char)c;
+            i++;
+        } else {
+            size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+            if (len && i + len <= n && vt_utf8_valid(s + i, len)) {
+                memcpy(out + k, s + i, len);
+                k += len;
+                i += len;
+            } else {
+                k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+                i++;
+            }
+        }
+    }
+    out[k] = '\0';
+}
+
+/* A token's text (display form), or 0 without a vocabulary. */
+static int tok_text(vt_neartie *c, int32_t id, char *out, size_t cap)
+{
+    if (!c->tok)
+        return 0;
+    char raw[256];
+    size_t n = 0;
+    vt_error e;
+    vt_error_clear(&e);
+    if (vt_detokenize(c->tok, &id, 1, raw, sizeof raw, &n, &e) != VT_OK)
+        return 0;
+    display(raw, n, out, cap);
+    return 1;
+}
+
+/* "760" or "760 \" x\"" for the table. */
+static void tok_show(vt_neartie *c, int32_t id, char *out, size_t cap)
+{
+    char t[200];
+    if (tok_text(c, id, t, sizeof t))
+        snprintf(out, cap, "%d \"%.150s\"", id, t);
+    else
+        snprintf(out, cap, "%d", id);
+}
+
+static cJSON *tok_json(vt_neartie *c, int32_t id)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", id);
+    char t[200];
+    if (tok_text(c, id, t, sizeof t))
+        cJSON_AddStringToObject(o, "text", t);
+    return o;
+}
+
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* ------------------------------------------------------------- open */
+
+void vt_nt_opts_default(vt_nt_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->threshold_mnats = 500.0;
+    o->top_gaps = 10;
+    o->context = 4;
+}
+
+vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
+{
+    const char *list;
+    if (!o->local || !o->oracle) {
+        vt_error_set(err, VT_EINPUT, "--%s: missing: expected a vt.capture/1", !o->local ? "local" : "oracle");
+        return NULL;
+    }
+    if (!o->prefix_scores == !o->score_with) {
+        vt_error_set(err, VT_EINPUT, "--prefix-scores/--score-with: expected exactly one of the two");
+        return NULL;
+    }
+    if (o->score_with && !vt_runner_find(o->score_with)) {
+        vt_error_set(err, VT_EINPUT, "--score-with '%s': expected a runner: engine or llamacpp", o->score_with);
+        return NULL;
+    }
+    if (o->score_with && !o->model) {
+        vt_error_set(err, VT_EINPUT, "--model: missing: expected the oracle's GGUF for --score-with %s", o->score_with);
+        return NULL;
+    }
+    if (o->scores_out && !o->score_with) {
+        vt_error_set(err, VT_EINPUT, "--scores-out: expected only with --score-with");
+        return NULL;
+    }
+    if (!(o->threshold_mnats >= 0.0) || !isfinite(o->threshold_mnats)) {
+        vt_error_set(err, VT_EINPUT, "--threshold-mnats %g: expected a finite number >= 0", o->threshold_mnats);
+        return NULL;
+    }
+    for (int i = 0; i < o->guard.n_allow; i++)
+        if (!vt_nt_allow_field_known(o->guard.allow[i], &list)) {
+            vt_error_set(err, VT_EINPUT, "--allow-diff '%s': expected one of %s", o->guard.allow[i], list);
+            return NULL;
+        }
+    vt_neartie *c = calloc(1, sizeof *c);
+    if (!c) {
+        vt_error_set(err, VT_EINPUT, "out of memory");
+        return NULL;
+    }
+    c->o = *o;
+    for (int i = 0; i < 3; i++)
+        c->doc[i].error_run.run = c->doc[i].error_after.run = c->doc[i].differs.run = -1;
+    vt_doc_source src[3] = { { o->local, NULL, 0, VT_DOC_CAPTURE, 0 },
+                             { o->oracle, NULL, 0, VT_DOC_CAPTURE, 0 },
+                             { o->prefix_scores, NULL, 0, VT_DOC_PREFIX, 0 } };
+    int n = o->prefix_scores ? 3 : 2;
+    if (vt_doc_read_all(src, c->doc, n, err) != VT_OK) {
+        free(c);
+        return NULL;
+    }
+    c->n_docs = n;
+    c->allowed = cJSON_CreateArray();
+    return c;
+}
+
+/* ------------------------------------------------------------ scoring */
+
+static const cJSON *jget(const cJSON *root, const char *a, const char *b, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, a), b), k);
+}
+
+/* The oracle teacher-forced on the local streams, by the capture library's
+ * prefix scoring, with the oracle's resolved configuration. */
+static int score_here(vt_neartie *c, vt_error *err)
+{
+    const vt_doc *oracle = &c->doc[ORACLE];
+    vt_capture_opts co;
+    vt_capture_opts_default(&co);
+    co.runner = c->o.score_with;
+    co.model = c->o.model;
+    co.score_prefix_of = c->o.local;
+    co.out = c->o.scores_out ? c->o.scores_out : "prefix-scores.json";
+    co.repetitions = 1;
+    const cJSON *mode = jget(oracle->meta, "settings", "resolved", "mode");
+    const cJSON *cache = jget(oracle->meta, "settings", "resolved", "cache_dtype");
+    const cJSON *matmul = jget(oracle->meta, "settings", "resolved", "matmul");
+    const cJSON *n_ctx = jget(oracle->meta, "settings", "resolved", "n_ctx");
+    const cJSON *n_batch = jget(oracle->meta, "settings", "resolved", "n_batch");
+    const cJSON *threads = jget(oracle->meta, "settings", "resolved", "threads");
+    if (!vt_exec_mode_parse(mode->valuestring, &co.settings.mode) ||
+        !vt_cache_dtype_parse(cache->valuestring, &co.settings.cache_dtype) ||
+        !vt_matmul_mode_parse(matmul->valuestring, &co.settings.matmul))
+        return vt_error_set(err, VT_EINPUT, "%s: settings.resolved: mode, cache_dtype or matmul unknown",
+                            oracle->path);
+    co.settings.n_ctx = (int32_t)n_ctx->valuedouble;
+    co.settings.n_batch = (int32_t)n_batch->valuedouble;
+    co.settings.n_threads = c->o.threads > 0 ? c->o.threads : (int32_t)threads->valuedouble;
+    vt_capture *cap = vt_capture_open(&co, err);
+    if (!cap)
+        return err && err->code ? err->code : VT_EINPUT;
+    int rc = vt_capture_run(cap, err);
+    size_t len = 0;
+    const char *text = rc == VT_OK ? vt_capture_text(cap, &len) : NULL;
+    if (rc == VT_OK && !(c->scores_text = malloc(len ? len : 1)))
+        rc = vt_error_set(err, VT_EINPUT, "out of memory");
+    if (rc == VT_OK) {
+        memcpy(c->scores_text, text, len);
+        c->scores_len = len;
+    }
+    vt_capture_free(cap);
+    if (rc)
+        return rc;
+    char name[600];
+    snprintf(name, sizeof name, "%s", c->o.scores_out ? c->o.scores_out : "prefix scores (--score-with)");
+    vt_doc_source src = { name, c->scores_text, c->scores_len, VT_DOC_PREFIX, 0 };
+    rc = vt_doc_read(&src, &c->doc[SCORES], err);
+    if (rc == VT_OK)
+        c->n_docs = 3;
+    return rc;
+}
+
+int vt_nt_guard(vt_neartie *c, vt_error *err)
+{
+    if (c->guarded)
+        return vt_error_set(err, VT_EINPUT, "neartie: guarded twice");
+    c->guarded = 1;
+    vt_nt_guard_pair(&c->doc[LOCAL], &c->doc[ORACLE], &c->o.guard, &c->refusals, c->allowed);
+    if (c->refusals.n)
+        return VT_OK;
+    if (c->o.score_with) {
+        int rc = score_here(c, err);
+        if (rc)
+            return rc;
+    }
+    vt_nt_guard_prefix(&c->doc[LOCAL], &c->doc[ORACLE], &c->doc[SCORES], &c->o.guard, &c->refusals, c->allowed);
+    return VT_OK;
+}
+
+int vt_nt_n_refusals(const vt_neartie *c) { return c->refusals.n; }
+
+const char *vt_nt_refusal(const vt_neartie *c, int i) { return i >= 0 && i < c->refusals.n ? c->refusals.v[i] : NULL; }
+
+/* The vocabulary for token text: --model, or the model file a capture
+ * names, beside it; used only if its size and SHA-256 are the capture's. */
+static void open_vocabulary(vt_neartie *c)
+{
+    const vt_doc *docs[2] = { &c->doc[LOCAL], &c->doc[ORACLE] };
+    char cand[3][1024];
+    int n = 0;
+    if (c->o.model)
+        snprintf(cand[n++], sizeof cand[0], "%s", c->o.model);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(docs[i]->meta, "model"),
+                                                              "files");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(files, 0), "name");
+        if (!cJSON_IsString(name) || cJSON_GetArraySize(files) != 1)
+            continue;
+        const char *slash = strrchr(docs[i]->path, '/');
+        int dir = slash ? (int)(slash - docs[i]->path) : 0;
+        snprintf(cand[n++], sizeof cand[0], "%.*s%s%s", dir, docs[i]->path, slash ? "/" : "",
+                 base_name(name->valuestring));
+    }
+    snprintf(c->tok_note, sizeof c->tok_note, "no model file found beside the captures: token ids only");
+    for (int k = 0; k < n && !c->tok; k++) {
+        struct stat st;
+        if (stat(cand[k], &st) != 0)
+            continue;
+        /* Which capture's model it is: size first, then the hash. */
+        vt_sha256_hex sha = { "" };
+        vt_error e;
+        vt_error_clear(&e);
+        int match = 0;
+        for (int i = 0; i < 2 && !match; i++) {
+            const cJSON *f = cJSON_GetArrayItem(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(docs[i]->meta, "model"), "files"), 0);
+            const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
+            const cJSON *want = cJSON_GetObjectItemCaseSensitive(f, "sha256");
+            if (!cJSON_IsNumber(size) || size->valuedouble != (double)st.st_size)
+                continue;
+            if (!sha.hex[0] && vt_sha256_file(cand[k], &sha, NULL, &e) != VT_OK)
+                break;
+            match = strcmp(sha.hex, want->valuestring) == 0;
+        }
+        if (!match) {
+            snprintf(c->tok_note, sizeof c->tok_note,
+                     "%.1000s: not the captures' model (size or sha256 differ): token ids only", cand[k]);
+            continue;
+        }
+        vt_gguf *g = vt_gguf_open(cand[k], &e);
+        c->tok = g ? vt_tokenizer_open(g, &e) : NULL;
+        vt_gguf_free(g);
+        if (!c->tok) {
+            snprintf(c->tok_note, sizeof c->tok_note, "%.500s: %.1000s: token ids only", cand[k], e.msg);
+            continue;
+        }
+        memcpy(c->tok_file, cand[k], sizeof c->tok_file); /* same size, NUL-terminated */
+        c->tok_sha = sha;
+        snprintf(c->tok_note, sizeof c->tok_note, "token text from %.1000s (size and sha256 as the capture records)",
+                 cand[k]);
+    }
+}
+
+/* ------------------------------------------------------------ outputs */
+
+static void add_doc_ref(cJSON *parent, const char *key, const vt_doc *d, const char *file)
+{
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    if (file)
+        cJSON_AddStringToObject(o, "file", file);
+    else
+        cJSON_AddNullToObject(o, "file");
+    cJSON_AddStringToObject(o, "sha256", d->file_sha256.hex);
+    cJSON_AddStringToObject(o, "seal", d->seal.hex);
+    cJSON_AddStringToObject(o, "workload_seal", d->workload_seal.hex);
+    const cJSON *r = jget(d->meta, "runtime", "runner", "name");
+    cJSON_AddStringToObject(o, "runner", cJSON_IsString(r) ? r->valuestring : "?");
+}
+
+static cJSON *allowed_json(vt_neartie *c)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < c->o.guard.n_allow; i++) {
+        const char *f = c->o.guard.allow[i];
+        int dup = 0;
+        for (int k = 0; k < i; k++)
+            dup |= strcmp(c->o.guard.allow[k], f) == 0;
+        if (dup)
+            continue;
+        cJSON *e = cJSON_CreateObject(), *diffs = cJSON_CreateArray();
+        cJSON_AddStringToObject(e, "field", f);
+        for (const cJSON *d = c->allowed->child; d; d = d->next)
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(d, "field")->valuestring, f) == 0)
+                cJSON_AddItemToArray(diffs, cJSON_Duplicate(d, 1));
+        cJSON_AddBoolToObject(e, "differs", cJSON_GetArraySize(diffs) > 0);
+        cJSON_AddItemToObject(e, "differences", diffs);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+static int build_report(vt_neartie *c, vt_error *err)
+{
+    const vt_doc *L = &c->doc[LOCAL], *O = &c->doc[ORACLE], *S = &c->doc[SCORES];
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "schema", REPORT_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(r, "tool");
+    cJSON_AddStringToObject(tool, "name", "vt-neartie");
+    cJSON_AddStringToObject(tool, "version", VT_VERSION);
+    cJSON_AddStringToObject(tool, "git", VT_GIT_REV);
+    add_doc_ref(r, "local", L, base_name(c->o.local));
+    add_doc_ref(r, "oracle", O, base_name(c->o.oracle));
+    const char *sfile = c->o.prefix_scores ? c->o.prefix_scores : c->o.scores_out;
+    add_doc_ref(r, "prefix_scores", S, sfile ? base_name(sfile) : NULL);
+    char by[128];
+    snprintf(by, sizeof by, "vt-neartie --score-with %s", c->o.score_with ? c->o.score_with : "");
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(r, "prefix_scores"), "scored_by",
+                            c->o.score_with ? by : "file");
+    cJSON_AddNumberToObject(r, "threshold_mnats", c->o.threshold_mnats);
+    cJSON *tt = cJSON_AddObjectToObject(r, "token_text");
+    if (c->tok)
+        cJSON_AddStringToObject(tt, "file", base_name(c->tok_file));
+    else
+        cJSON_AddNullToObject(tt, "file");
+    cJSON_AddStringToObject(tt, "note", c->tok_note);
+    cJSON_AddItemToObject(r, "allowed_differences", allowed_json(c));
+
+    cJSON *prompts = cJSON_AddArrayToObject(r, "prompts");
+    for (int32_t p = 0; p < L->n_prompts; p++) {
+        const vt_nt_prompt_result *x = &c->res[p];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", p);
+        cJSON_AddStringToObject(e, "id", c->ids[p]);
+        cJSON_AddStringToObject(e, "class", vt_prompt_class_name(x->cls));
+        cJSON_AddNumberToObject(e, "positions", c->positions[p]);
+        if (x->first_divergence < 0) {
+            cJSON_AddNullToObject(e, "first_divergence");
+        } else {
+            cJSON *fd = cJSON_AddObjectToObject(e, "first_divergence");
+            cJSON_AddNumberToObject(fd, "position", x->first_divergence);
+            cJSON_AddItemToObject(fd, "local", tok_json(c, x->local_token));
+            cJSON_AddItemToObject(fd, "oracle", tok_json(c, x->oracle_token));
+            cJSON_AddNumberToObject(fd, "gap_mnats", x->first_gap_mnats);
+        }
+        cJSON_AddNumberToObject(e, "zero_gaps", x->zero_gaps);
+        cJSON_AddNumberToObject(e, "within_gaps", x->within_gaps);
+        cJSON_AddNumberToObject(e, "above_gaps", x->above_gaps);
+        cJSON_AddNumberToObject(e, "max_gap_mnats", x->max_gap_mnats);
+        if (x->max_gap_pos < 0)
+            cJSON_AddNullToObject(e, "max_gap_position");
+        else
+            cJSON_AddNumberToObject(e, "max_gap_position", x->max_gap_pos);
+        cJSON_AddItemToArray(prompts, e);
+    }
+    const vt_nt_totals *t = &c->totals;
+    cJSON *tot = cJSON_AddObjectToObject(r, "totals");
+    cJSON_AddNumberToObject(tot, "prompts", t->prompts);
+    cJSON_AddNumberToObject(tot, "strict", t->strict);
+    cJSON_AddNumberToObject(tot, "near_tie_only", t->near_tie);
+    cJSON_AddNumberToObject(tot, "failed", t->failed);
+    cJSON_AddNumberToObject(tot, "positions", (double)t->positions);
+    cJSON_AddNumberToObject(tot, "zero_gaps", (double)t->zero_gaps);
+    cJSON_AddNumberToObject(tot, "within_gaps", (double)t->within_gaps);
+    cJSON_AddNumberToObject(tot, "above_gaps", (double)t->above_gaps);
+    cJSON_AddNumberToObject(tot, "max_gap_mnats", t->max_gap_mnats);
+    cJSON_AddNumberToObject(tot, "scorer_disagreements", (double)t->scorer_disagreements);
+
+    cJSON *lg = cJSON_AddArrayToObject(r, "largest_gaps");
+    for (int32_t k = 0; k < c->n_top; k++) {
+        const gap_entry *g = &c->top[k];
+        const int32_t *lt = L->tokens + L->off[g->prompt];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "prompt", g->prompt);
+        cJSON_AddStringToObject(e, "id", c->ids[g->prompt]);
+        cJSON_AddNumberToObject(e, "position", g->position);
+        cJSON_AddNumberToObject(e, "gap_mnats", g->gap);
+        cJSON_AddItemToObject(e, "local", tok_json(c, lt[g->position]));
+        cJSON_AddItemToObject(e, "oracle", tok_json(c, S->argmax[S->off[g->prompt] + g->position]));
+        cJSON *ctx = cJSON_AddArrayToObject(e, "context");
+        for (int32_t i = g->position - c->o.context < 0 ? 0 : g->position - c->o.context; i < g->position; i++)
+            cJSON_AddItemToArray(ctx, tok_json(c, lt[i]));
+        cJSON_AddItemToArray(lg, e);
+    }
+
+    const vt_nt_metrics *m = &c->metrics;
+    cJSON *mj = cJSON_AddObjectToObject(r, "metrics");
+    cJSON_AddBoolToObject(mj, "available", m->available);
+    if (!m->available) {
+        cJSON_AddStringToObject(mj, "reason", m->reason);
+    } else {
+        cJSON_AddStringToObject(mj, "scope", "positions whose prefixes are identical in both captures: each "
+                                             "prompt up to and including its first divergence (all of a strict one)");
+        cJSON_AddStringToObject(mj, "local_logits", base_name(m->local_file));
+        cJSON_AddStringToObject(mj, "oracle_logits", base_name(m->oracle_file));
+        cJSON_AddNumberToObject(mj, "prompts", m->prompts);
+        cJSON_AddNumberToObject(mj, "positions", (double)m->positions);
+        cJSON *k = cJSON_AddObjectToObject(mj, "kld");
+        cJSON_AddStringToObject(k, "definition", "KL(oracle || local), nats, double log-softmax");
+        cJSON_AddNumberToObject(k, "mean", m->kld_mean);
+        cJSON_AddNumberToObject(k, "mean_uncertainty", m->kld_mean_unc);
+        cJSON_AddNumberToObject(k, "median", m->kld_median);
+        cJSON_AddNumberToObject(k, "p90", m->kld_p90);
+        cJSON_AddNumberToObject(k, "p99", m->kld_p99);
+        cJSON_AddNumberToObject(k, "p99_9", m->kld_p999);
+        cJSON_AddNumberToObject(k, "min", m->kld_min);
+        cJSON_AddNumberToObject(k, "max", m->kld_max);
+        cJSON_AddNumberToObject(k, "max_prompt", m->kld_max_prompt);
+        cJSON_AddNumberToObject(k, "max_position", m->kld_max_position);
+        cJSON_AddNumberToObject(mj, "top1_agreement", m->top1_agreement);
+        cJSON_AddNumberToObject(mj, "same_top1", (double)m->same_top);
+        cJSON_AddNumberToObject(mj, "max_abs_dlogit", m->max_abs_dlogit);
+        cJSON_AddNumberToObject(mj, "max_abs_dlogprob", m->max_abs_dlogprob);
+        cJSON_AddNumberToObject(mj, "rms_dp", m->rms_dp);
+        cJSON_AddNumberToObject(mj, "max_abs_dp", m->max_abs_dp);
+    }
+    cJSON *gate = cJSON_AddObjectToObject(r, "gate");
+    cJSON_AddNumberToObject(gate, "require_strict", c->o.require_strict);
+    cJSON_AddNumberToObject(gate, "max_failed", c->o.max_failed);
+    cJSON_AddBoolToObject(gate, "passed", t->gate_passed);
+    cJSON *reasons = cJSON_AddArrayToObject(gate, "reasons");
+    for (int i = 0; i < c->n_gate_reasons; i++)
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(c->gate_reasons[i]));
+
+    /* Sealed like a capture: the canonical JSON of everything above. */
+    vt_sha256_hex seal;
+    int rc = vt_canonical_sha256(r, &seal, err);
+    if (rc == VT_OK) {
+        cJSON_AddStringToObject(r, "seal", seal.hex);
+        size_t n;
+        char *s = vt_canonical_json(r, &n, err);
+        char *grown = s ? realloc(s, n + 2) : NULL;
+        if (!grown) {
+            free(s);
+            rc = err && err->code ? err->code : vt_error_set(err, VT_EINPUT, "report: out of memory");
+        } else {
+            grown[n] = '\n';
+            grown[n + 1] = '\0';
+            c->report = grown;
+            c->report_len = n + 1;
+        }
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+/* XML text: entities for markup, character references for the whitespace
+ * an attribute would lose, \xNN for what XML 1.0 cannot carry. */
+static void xml_put(sbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        switch (ch) {
+        case '&': sb_puts(b, "&amp;"); break;
+        case '<': sb_puts(b, "&lt;"); break;
+        case '>': sb_puts(b, "&gt;"); break;
+        case '"': sb_puts(b, "&quot;"); break;
+        case '\'': sb_puts(b, "&apos;"); break;
+        case '\n': sb_puts(b, "&#10;"); break;
+        case '\r': sb_puts(b, "&#13;"); break;
+        case '\t': sb_puts(b, "&#9;"); break;
+        default:
+            if (ch < 0x20 || ch == 0x7f)
+                sb_printf(b, "\\x%02x", ch);
+            else
+                sb_put(b, s, 1);
+        }
+    }
+}
+
+/* One line about a prompt's divergence, for the table's reader and JUnit. */
+static void divergence_text(vt_neartie *c, int32_t p, char *out, size_t cap)
+{
+    const vt_nt_prompt_result *x = &c->res[p];
+    if (x->first_divergence < 0) {
+        snprintf(out, cap, "strict: %d tokens identical; max gap %.3f milli-nats", c->positions[p], x->max_gap_mnats);
+        return;
+    }
+    char lt[200], ot[200];
+    tok_show(c, x->local_token, lt, sizeof lt);
+    tok_show(c, x->oracle_token, ot, sizeof ot);
+    snprintf(out, cap, "%s: first divergence at position %d: local %s, oracle %s, gap %.3f milli-nats; max gap %.3f "
+             "milli-nats at position %d; %d gaps above the threshold %g", vt_prompt_class_name(x->cls),
+             x->first_divergence, lt, ot, x->first_gap_mnats, x->max_gap_mnats, x->max_gap_pos, x->above_gaps,
+             c->o.threshold_mnats);
+}
+
+static int build_junit(vt_neartie *c, vt_error *err)
+{
+    const vt_doc *L = &c->doc[LOCAL];
+    const vt_nt_totals *t = &c->totals;
+    sbuf b = { 0 };
+    char line[1400], suite[600];
+    snprintf(suite, sizeof suite, "vt-neartie %s vs %s", base_name(c->o.local), base_name(c->o.oracle));
+    sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"vt-neartie\" tests=\"%d\" "
+              "failures=\"%d\" errors=\"0\">\n  <testsuite name=\"", t->prompts, t->failed);
+    xml_put(&b, suite);
+    sb_printf(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"0\" time=\"0\">\n    <properties>\n",
+              t->prompts, t->failed);
+    char v[64];
+    snprintf(v, sizeof v, "%g", c->o.threshold_mnats);
+    const char *props[][2] = { { "threshold_mnats", v },
+                               { "local_seal", c->doc[LOCAL].seal.hex },
+                               { "oracle_seal", c->doc[ORACLE].seal.hex },
+                               { "prefix_scores_seal", c->doc[SCORES].seal.hex } };
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+        sb_printf(&b, "      <property name=\"%s\" value=\"%s\"/>\n", props[i][0], props[i][1]);
+    sb_puts(&b, "    </properties>\n");
+    for (int32_t p = 0; p < L->n_prompts; p++) {
+        const vt_nt_prompt_result *x = &c->res[p];
+        sb_puts(&b, "    <testcase classname=\"vt-neartie\" name=\"");
+        xml_put(&b, c->ids[p]);
+        sb_puts(&b, "\" time=\"0\"");
+        divergence_text(c, p, line, sizeof line);
+        if (x->cls == VT_PROMPT_STRICT) {
+            sb_puts(&b, "/>\n");
+        } else if (x->cls == VT_PROMPT_NEAR_TIE) {
+            sb_puts(&b, ">\n      <system-out>");
+            xml_put(&b, line);
+            sb_puts(&b, "</system-out>\n    </testcase>\n");
+        } else {
+            sb_puts(&b, ">\n      <failure type=\"near-tie\" message=\"");
+            xml_put(&b, line);
+            sb_puts(&b, "\">");
+            xml_put(&b, line);
+            sb_puts(&b, "</failure>\n    </testcase>\n");
+        }
+    }
+    sb_puts(&b, "  </testsuite>\n</testsuites>\n");
+    if (b.oom || !b.p) {
+        free(b.p);
+        return vt_error_set(err, VT_EINPUT, "junit: out of memory");
+    }
+    c->junit = b.p;
+    c->junit_len = b.n;
+    return VT_OK;
+}
+
+static int build_table(vt_neartie *c, vt_error *err)
+{
+    const vt_doc *L = &c->doc[LOCAL];
+    const vt_nt_totals *t = &c->totals;
+    sbuf b = { 0 };
+    int w = 6; /* the id column: as wide as the widest id, up to 32 */
+    for (int32_t p = 0; p < L->n_prompts; p++) {
+        int n = (int)strlen(c->ids[p]);
+        w = n > w ? (n > 32 ? 32 : n) : w;
+    }
+    char scores[700];
+    if (c->o.prefix_scores)
+        snprintf(scores, sizeof scores, "prefix scores %.600s", c->o.prefix_scores);
+    else
+        snprintf(scores, sizeof scores, "prefix scores by --score-with %.300s%s%.300s", c->o.score_with,
+                 c->o.scores_out ? " into " : "", c->o.scores_out ? c->o.scores_out : "");
+    sb_printf(&b, "vt-neartie: local %s, oracle %s, %s; threshold %g milli-nats\n", c->o.local, c->o.oracle, scores,
+              c->o.threshold_mnats);
+    sb_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10s\n", w, "prompt", "class", "first", "local token",
+              "oracle token", "gap", "max gap");
+    for (int32_t p = 0; p < L->n_prompts; p++) {
+        const vt_nt_prompt_result *x = &c->res[p];
+        char id[200], lt[200] = "-", ot[200] = "-", first[16] = "-", gap[32] = "-";
+        display(c->ids[p], strlen(c->ids[p]), id, sizeof id);
+        if (x->first_divergence >= 0) {
+            snprintf(first, sizeof first, "%d", x->first_divergence);
+            tok_show(c, x->local_token, lt, sizeof lt);
+            tok_show(c, x->oracle_token, ot, sizeof ot);
+            snprintf(gap, sizeof gap, "%.3f", x->first_gap_mnats);
+        }
+        sb_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10.3f\n", w, id, vt_prompt_class_name(x->cls), first,
+                  lt, ot, gap, x->max_gap_mnats);
+    }
+    sb_printf(&b, "totals: %d prompts: %d strict, %d near-tie-only, %d failed; %lld positions: %lld zero gaps, %lld "
+              "within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict, t->near_tie, t->failed,
+              (long long)t->positions, (long long)t->zero_gaps, (long long)t->within_gaps, c->o.threshold_mnats,
+              (long long)t->above_gaps, t->max_gap_mnats);
+    if (t->scorer_disagreements)
+        sb_printf(&b, "note: at %lld positions with identical prefixes the prefix scores' argmax is not the oracle "
+                  "capture's token\n", (long long)t->scorer_disagreements);
+    if (c->n_top) {
+        sb_printf(&b, "largest gaps:\n");
+        for (int32_t k = 0; k < c->n_top; k++) {
+            const gap_entry *g = &c->top[k];
+            const int32_t *lt = L->tokens + L->off[g->prompt];
+            char a[200], o[200], id[200];
+            display(c->ids[g->prompt], strlen(c->ids[g->prompt]), id, sizeof id);
+            tok_show(c, lt[g->position], a, sizeof a);
+            tok_show(c, c->doc[SCORES].argmax[c->doc[SCORES].off[g->prompt] + g->position], o, sizeof o);
+            sb_printf(&b, "  %s position %d: gap %.3f milli-nats: local %s, oracle prefers %s; preceded by:", id,
+                      g->position, g->gap, a, o);
+            for (int32_t i = g->position - c->o.context < 0 ? 0 : g->position - c->o.context; i < g->position; i++) {
+                tok_show(c, lt[i], a, sizeof a);
+                sb_printf(&b, " %s", a);
+            }
+            sb_puts(&b, "\n");
+        }
+    }
+    const vt_nt_metrics *m = &c->metrics;
+    if (m->available) {
+        sb_printf(&b, "metrics over %lld positions with identical prefixes (%d prompts; later positions follow "
+                  "different prefixes):\n", (long long)m->positions, m->prompts);
+        sb_printf(&b, "  KL(oracle||local) mean %.6g +- %.2g, median %.6g, p99 %.6g, max %.6g (prompt %d position %d)\n",
+                  m->kld_mean, m->kld_mean_unc, m->kld_median, m->kld_p99, m->kld_max, m->kld_max_prompt,
+                  m->kld_max_position);
+        sb_printf(&b, "  top-1 agreement %.4f; max |dlogit| %.6g; max |dlogprob| %.6g; RMS dp %.6g, max |dp| %.6g\n",
+                  m->top1_agreement, m->max_abs_dlogit, m->max_abs_dlogprob, m->rms_dp, m->max_abs_dp);
+    } else {
+        sb_printf(&b, "metrics: not available: %s\n", m->reason);
+    }
+    sb_printf(&b, "token text: %s\n", c->tok_note);
+    for (const cJSON *d = c->allowed->child; d; d = d->next) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(d, "left"), *r = cJSON_GetObjectItemCaseSensitive(d, "right");
+        sb_printf(&b, "allowed difference: %s: %s %s", cJSON_GetObjectItemCaseSensitive(d, "field")->valuestring,
+                  cJSON_GetObjectItemCaseSensitive(l, "file")->valuestring,
+                  cJSON_GetObjectItemCaseSensitive(l, "value")->valuestring);
+        if (cJSON_IsObject(r))
+            sb_printf(&b, ", %s %s", cJSON_GetObjectItemCaseSensitive(r, "file")->valuestring,
+                      cJSON_GetObjectItemCaseSensitive(r, "value")->valuestring);
+        sb_puts(&b, "\n");
+    }
+    sb_printf(&b, "gate: --require-strict %d --max-failed %d: %s", c->o.require_strict, c->o.max_failed,
+              t->gate_passed ? "passed" : "FAILED");
+    for (int i = 0; i < c->n_gate_reasons; i++)
+        sb_printf(&b, "%s%s", i ? "; " : " (", c->gate_reasons[i]);
+    sb_printf(&b, "%s\n", c->n_gate_reasons ? ")" : "");
+    if (b.oom || !b.p) {
+        free(b.p);
+        return vt_error_set(err, VT_EINPUT, "table: out of memory");
+    }
+    c->table = b.p;
+    return VT_OK;
+}
+
+/* Keeps the n_top largest gaps, largest first (ties: the earlier stays). */
+static void top_insert(vt_neartie *c, double gap, int32_t p, int32_t i)
+{
+    int32_t cap = c->o.top_gaps;
+    if (cap <= 0 || (c->n_top == cap && !(gap > c->top[cap - 1].gap)))
+        return;
+    int32_t k = c->n_top < cap ? c->n_top++ : cap - 1;
+    while (k > 0 && gap > c->top[k - 1].gap) {
+        c->top[k] = c->top[k - 1];
+        k--;
+    }
+    c->top[k] = (gap_entry){ gap, p, i };
+}
+
+int vt_nt_compare(vt_neartie *c, vt_error *err)
+{
+    if (!c->guarded || c->refusals.n || c->n_docs < 3)
+        return vt_error_set(err, VT_EINPUT, "neartie: compare before the guards passed");
+    const vt_doc *L = &c->doc[LOCAL], *O = &c->doc[ORACLE], *S = &c->doc[SCORES];
+    const int32_t P = L->n_prompts;
+    c->res = calloc((size_t)P, sizeof *c->res);
+    c->positions = calloc((size_t)P, sizeof *c->positions);
+    c->comparable = calloc((size_t)P, sizeof *c->comparable);
+    c->top = calloc((size_t)(c->o.top_gaps > 0 ? c->o.top_gaps : 1), sizeof *c->top);
+    c->ids = calloc((size_t)(P ? P : 1), sizeof *c->ids);
+    if (!c->res || !c->positions || !c->comparable || !c->top || !c->ids)
+        return vt_error_set(err, VT_EINPUT, "neartie: out of memory");
+    int32_t k = 0;
+    for (const cJSON *pr = cJSON_GetObjectItemCaseSensitive(L->meta, "prompts")->child; pr && k < P; pr = pr->next)
+        c->ids[k++] = cJSON_GetObjectItemCaseSensitive(pr, "id")->valuestring;
+    vt_nt_totals *t = &c->totals;
+    memset(t, 0, sizeof *t);
+    t->prompts = P;
+    const double thr = c->o.threshold_mnats;
+    for (int32_t p = 0; p < P; p++) {
+        /* Streams of different lengths (--allow-diff max_tokens) are compared
+         * over the shorter; the scores cover the local stream exactly. */
+        int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
+        const int32_t *lt = L->tokens + L->off[p], *ot = O->tokens + O->off[p];
+        const double *lp = S->logprobs + S->off[p], *ap = S->argmax_logprobs + S->off[p];
+        vt_nt_prompt_input in = { n, lt, ot, lp, ap };
+        vt_nt_score_prompt(&in, thr, &c->res[p]);
+        const vt_nt_prompt_result *x = &c->res[p];
+        c->positions[p] = n;
+        c->comparable[p] = x->first_divergence < 0 ? n : x->first_divergence + 1;
+        const int32_t *am = S->argmax + S->off[p];
+        for (int32_t i = 0; i < c->comparable[p]; i++)
+            t->scorer_disagreements += am[i] != ot[i];
+        if (x->max_gap_mnats > 0) /* else no gap of this prompt can make the list */
+            for (int32_t i = 0; i < n; i++) {
+                double g = vt_nt_gap_mnats(ap[i], lp[i]);
+                if (g > 0)
+                    top_insert(c, g, p, i);
+            }
+        t->strict += x->cls == VT_PROMPT_STRICT;
+        t->near_tie += x->cls == VT_PROMPT_NEAR_TIE;
+        t->failed += x->cls == VT_PROMPT_FAILED;
+        t->positions += n;
+        t->zero_gaps += x->zero_gaps;
+        t->within_gaps += x->within_gaps;
+        t->above_gaps += x->above_gaps;
+        t->max_gap_mnats = fmax(t->max_gap_mnats, x->max_gap_mnats);
+    }
+    char reason[200];
+    if (t->strict < c->o.require_strict) {
+        snprintf(reason, sizeof reason, "%d strict prompts: expected at least %d (--require-strict)", t->strict,
+                 c->o.require_strict);
+        c->gate_reasons[c->n_gate_reasons++] = strdup(reason);
+    }
+    if (t->failed > c->o.max_failed) {
+        snprintf(reason, sizeof reason, "%d failed prompts: expected at most %d (--max-failed)", t->failed,
+                 c->o.max_failed);
+        c->gate_reasons[c->n_gate_reasons++] = strdup(reason);
+    }
+    t->gate_passed = c->n_gate_reasons == 0;
+
+    int rc = vt_nt_metrics_compute(L, O, c->comparable, &c->metrics, err);
+    if (rc)
+        return rc;
+    open_vocabulary(c);
+    rc = build_report(c, err);
+    if (rc == VT_OK)
+        rc = build_junit(c, err);
+    if (rc == VT_OK)
+        rc = build_table(c, err);
+    return rc;
+}
+
+const char *vt_nt_table(const vt_neartie *c) { return c->table; }
+
+const char *vt_nt_report_json(const vt_neartie *c, size_t *len)
+{
+    if (len)
+        *len = c->report_len;
+    return c->report;
+}
+
+const char *vt_nt_junit(const vt_neartie *c, size_t *len)
+{
+    if (len)
+        *len = c->junit_len;
+    return c->junit;
+}
+
+void vt_nt_totals_get(const vt_neartie *c, vt_nt_totals *t) { *t = c->totals; }
+
+int vt_nt_publish(vt_neartie *c, vt_error *err)
+{
+    if (!c->report)
+        return vt_error_set(err, VT_EINPUT, "neartie: publish before compare");
+    vt_publish_item items[3];
+    int n = 0;
+    memset(items, 0, sizeof items);
+    if (c->o.out)
+        items[n++] = (vt_publish_item){ .path = c->o.out, .data = c->report, .size = c->report_len };
+    if (c->o.junit)
+        items[n++] = (vt_publish_item){ .path = c->o.junit, .data = c->junit, .size = c->junit_len };
+    if (c->o.scores_out)
+        items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->scores_text, .size = c->scores_len };
+    if (n == 0)
+        return VT_OK;
+    /* The outputs may not alias any input: captures, scores, model, side files. */
+    const char *inputs[8];
+    int ni = 0;
+    const char *direct[] = { c->o.local,
+                             c->o.oracle,
+                             c->o.prefix_scores,
+                             c->o.model,
+                             c->tok_file[0] ? c->tok_file : NULL,
+                             c->metrics.local_file[0] ? c->metrics.local_file : NULL,
+                             c->metrics.oracle_file[0] ? c->metrics.oracle_file : NULL };
+    for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
+        if (direct[i])
+            inputs[ni++] = direct[i];
+    vt_publish_opts po = { .overwrite = c->o.overwrite, .inputs = inputs, .n_inputs = ni };
+    return vt_publish_group(items, n, &po, err);
+}
+
+void vt_nt_free(vt_neartie *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < 3; i++)
+        vt_doc_free(&c->doc[i]);
+    free(c->scores_text);
+    vt_lines_free(&c->refusals);
+    cJSON_Delete(c->allowed);
+    vt_tokenizer_free(c->tok);
+    free(c->ids);
+    free(c->res);
+    free(c->positions);
+    free(c->comparable);
+    free(c->top);
+    for (int i = 0; i < c->n_gate_reasons; i++)
+        free(c->gate_reasons[i]);
+    free(c->table);
+    free(c->report);
+    free(c->junit);
+    free(c);
+}

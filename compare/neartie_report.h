@@ -1,0 +1,95 @@
+/* vt-neartie: a local capture scored against an oracle capture under the
+ * near-tie rule (compare/neartie.h), with the oracle's actual-prefix scores
+ * (vt.prefix-scores/1: the oracle teacher-forced on the local streams),
+ * read from a file or computed here by the capture library's prefix scoring.
+ *
+ *   c = vt_nt_open(&opts, err);     read and verify the inputs (seals, schema)
+ *   vt_nt_guard(c, err);            the guards (guards.h); with score_with,
+ *                                   the prefix scoring, then its guards
+ *   if (vt_nt_n_refusals(c)) ...    refused: nothing is scored
+ *   vt_nt_compare(c, err);          classification, gaps, metrics, outputs
+ *   vt_nt_table(c); vt_nt_totals_get(c, &t); vt_nt_publish(c, err);
+ *
+ * Outputs:
+ *  - a text table (one line per prompt: id, class, first divergence,
+ *    local and oracle token there, gap; then totals, largest gaps, metrics,
+ *    allowed differences, gate);
+ *  - a JSON report, schema vt.neartie-report/1, canonical JSON and a
+ *    newline, sealed like a capture (seal: SHA-256 of the canonical JSON of
+ *    everything before it), members in this order:
+ *      schema, tool{name,version,git},
+ *      local{file,sha256,seal,workload_seal,runner},
+ *      oracle{...}, prefix_scores{file,sha256,seal,runner,scored_by},
+ *      threshold_mnats, token_text{file,note},
+ *      allowed_differences[{field,differs,differences[{field,left,right}]}],
+ *      prompts[{index,id,class,positions,first_divergence|null{position,
+ *        local{id,text?},oracle{id,text?},gap_mnats},zero_gaps,within_gaps,
+ *        above_gaps,max_gap_mnats,max_gap_position|null}],
+ *      totals{prompts,strict,near_tie_only,failed,positions,zero_gaps,
+ *        within_gaps,above_gaps,max_gap_mnats,scorer_disagreements},
+ *      largest_gaps[{prompt,id,position,gap_mnats,local,oracle,context[]}],
+ *      metrics{available,reason?|scope,positions,prompts,kld{...},
+ *        top1_agreement,max_abs_dlogit,max_abs_dlogprob,rms_dp,max_abs_dp},
+ *      gate{require_strict,max_failed,passed,reasons[]}, seal
+ *    Token text is the token's bytes from the model's vocabulary, with
+ *    control characters and bytes that are not UTF-8 written as \n, \xNN;
+ *    absent when no vocabulary could be opened;
+ *  - JUnit XML: one test case per prompt, a failed prompt as <failure>
+ *    with its divergence in the message.
+ * The report and the JUnit file (and the prefix scores, with score_with and
+ * scores_out) are published as one group (common/vt_publish.h).
+ *
+ * Gate: at least require_strict strict prompts and at most max_failed
+ * failed ones. */
+#ifndef VT_NEARTIE_REPORT_H
+#define VT_NEARTIE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vt_error.h"
+#include "guards.h"
+
+typedef struct vt_nt_opts {
+    const char *local, *oracle;
+    const char *prefix_scores; /* a vt.prefix-scores/1, or NULL with score_with */
+    const char *score_with;    /* a runner name: score here, or NULL */
+    const char *model;         /* GGUF: the scorer's model, and the token text */
+    int32_t threads;           /* the scorer's threads; 0: the oracle's */
+    double threshold_mnats;    /* default 500 */
+    const char *out, *junit;   /* report and JUnit paths, or NULL */
+    const char *scores_out;    /* with score_with: also publish the scores */
+    int overwrite;
+    int32_t require_strict;    /* default 0 */
+    int32_t max_failed;        /* default 0 */
+    vt_nt_guard_opts guard;
+    int32_t top_gaps;          /* largest gaps listed, default 10 */
+    int32_t context;           /* tokens shown before each, default 4 */
+} vt_nt_opts;
+
+void vt_nt_opts_default(vt_nt_opts *o);
+
+typedef struct vt_nt_totals {
+    int32_t prompts, strict, near_tie, failed;
+    int64_t positions, zero_gaps, within_gaps, above_gaps;
+    double max_gap_mnats;
+    int64_t scorer_disagreements; /* positions of identical prefix where the
+                                     scores' argmax is not the oracle's token */
+    int gate_passed;
+} vt_nt_totals;
+
+typedef struct vt_neartie vt_neartie;
+
+vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err);
+int vt_nt_guard(vt_neartie *c, vt_error *err);
+int vt_nt_n_refusals(const vt_neartie *c);
+const char *vt_nt_refusal(const vt_neartie *c, int i);
+int vt_nt_compare(vt_neartie *c, vt_error *err);
+const char *vt_nt_table(const vt_neartie *c);
+const char *vt_nt_report_json(const vt_neartie *c, size_t *len);
+const char *vt_nt_junit(const vt_neartie *c, size_t *len);
+void vt_nt_totals_get(const vt_neartie *c, vt_nt_totals *t);
+int vt_nt_publish(vt_neartie *c, vt_error *err);
+void vt_nt_free(vt_neartie *c);
+
+#endif

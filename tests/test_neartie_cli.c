@@ -1,0 +1,1471 @@
+/* vt-neartie through the tool (VT_BIN neartie), on
+ *  - hand-made captures, written here with the canonical writer and sealed
+ *    as capture.h says: the seeds' example (16 prompts x 16 tokens, 15
+ *    strict and one near-tie-only prompt with one 125 milli-nat gap and 255
+ *    zero gaps), the same at 600 (failed, exit 1), the boundary at 500;
+ *  - every guard, triggered alone, with its message, and --allow-diff
+ *    letting the allowable ones through and recording them;
+ *  - malformed inputs (seal, schema, canonical form) refused with exit 2;
+ *  - real captures of tiny F32 and Q8_0 fixtures by the engine and by
+ *    llama.cpp: every prompt strict (--require-strict N passes), and one
+ *    engine token changed (and the capture properly re-sealed) failing the
+ *    gate;
+ *  - the JUnit XML well-formed (tags matched, one <testcase> per prompt,
+ *    one <failure> per failed prompt, markup escaped) and the report's seal
+ *    recomputing;
+ *  - the fast reader's canonical-number test against the definition. */
+#include <criterion/criterion.h>
+
+#include "capture/canonical_json.h"
+#include "capture/capture.h"
+#include "compare/capture_read.h"
+#include "compare/guards.h"
+#include "provenance/provenance.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { P = 16, T = 16, REPS = 2, VOCAB = 151936 };
+
+typedef struct env {
+    char dir[64];
+    char L[128], O[128], S[128], R[128], J[128];
+    char cmd_out[1 << 17], cmd_err[1 << 16];
+} env;
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+static void spit(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(text, 1, n, f), n);
+    fclose(f);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int sh(env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(env *e, const char *fmt, ...)
+{
+    char cmd[4096], full[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s >'%s/.stdout' 2>'%s/.stderr'", cmd, e->dir, e->dir);
+    int st = system(full);
+    char p[160];
+    snprintf(p, sizeof p, "%s/.stdout", e->dir);
+    char *s = slurp(p, NULL);
+    snprintf(e->cmd_out, sizeof e->cmd_out, "%s", s ? s : "");
+    free(s);
+    snprintf(p, sizeof p, "%s/.stderr", e->dir);
+    s = slurp(p, NULL);
+    snprintf(e->cmd_err, sizeof e->cmd_err, "%s", s ? s : "");
+    free(s);
+    cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
+    cr_assert(!strstr(e->cmd_err, "Sanitizer") && !strstr(e->cmd_err, "runtime error:"), "%s:\n%s", cmd, e->cmd_err);
+    return WEXITSTATUS(st);
+}
+
+static void setup(env *e)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->dir, sizeof e->dir, "/tmp/vt-neartie-XXXXXX");
+    cr_assert_not_null(mkdtemp(e->dir));
+    snprintf(e->L, sizeof e->L, "%s/L.json", e->dir);
+    snprintf(e->O, sizeof e->O, "%s/O.json", e->dir);
+    snprintf(e->S, sizeof e->S, "%s/S.json", e->dir);
+    snprintf(e->R, sizeof e->R, "%s/R.json", e->dir);
+    snprintf(e->J, sizeof e->J, "%s/J.xml", e->dir);
+}
+
+static void teardown(env *e)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert_not_null(v, "member %s missing", key);
+    return v;
+}
+
+static cJSON *load_json(const char *path)
+{
+    size_t n;
+    char *s = slurp(path, &n);
+    cr_assert_not_null(s, "%s", path);
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    cr_assert_not_null(j, "%s: not JSON", path);
+    free(s);
+    return j;
+}
+
+/* ------------------------------------------------- hand-made documents */
+
+/* The seeds' example: every prompt identical with zero gaps, except prompt
+ * 15, which diverges at position 7 (local 760, oracle 9175) and differs to
+ * the end; the oracle, teacher-forced on the local stream, prefers 9175 at
+ * position 7 by gap milli-nats and agrees with every other local token. */
+typedef struct streams {
+    int32_t local[P][T], oracle[P][T], argmax[P][T];
+    double lp[P][T], alp[P][T];
+} streams;
+
+static void seed_streams(streams *s, double gap_mnats)
+{
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < T; i++) {
+            s->local[p][i] = s->oracle[p][i] = s->argmax[p][i] = 1000 + 17 * p + i;
+            s->lp[p][i] = s->alp[p][i] = -0.25;
+        }
+    for (int i = 7; i < T; i++) {
+        s->local[15][i] = s->argmax[15][i] = i == 7 ? 760 : 5000 + i;
+        s->oracle[15][i] = i == 7 ? 9175 : 6000 + i;
+    }
+    s->argmax[15][7] = 9175;
+    s->lp[15][7] = -0.25 - gap_mnats / 1000.0; /* exact in binary for 125, 500 */
+}
+
+static void add_ints(cJSON *o, const char *key, const int32_t *v, int n)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+}
+
+static void add_doubles(cJSON *o, const char *key, const double *v, int n)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+}
+
+static cJSON *model_json(void)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "name", "model.gguf");
+    cJSON_AddNumberToObject(f, "size", 1000);
+    cJSON_AddStringToObject(f, "sha256", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "files"), f);
+    cJSON_AddNullToObject(m, "revision");
+    cJSON_AddStringToObject(m, "arch", "qwen3");
+    cJSON *g = cJSON_AddObjectToObject(m, "gguf");
+    cJSON_AddNumberToObject(g, "version", 3);
+    cJSON_AddNumberToObject(g, "n_kv", 30);
+    cJSON_AddNumberToObject(g, "n_tensors", 300);
+    cJSON_AddNullToObject(g, "name");
+    cJSON_AddNumberToObject(g, "file_type", 7);
+    cJSON_AddNullToObject(g, "context_length");
+    cJSON_AddNullToObject(g, "block_count");
+    cJSON_AddNullToObject(g, "embedding_length");
+    cJSON_AddNumberToObject(g, "n_vocab", VOCAB);
+    cJSON_AddStringToObject(g, "tokenizer_pre", "qwen2");
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(g, "tensor_types"), "Q8_0", 300);
+    cJSON_AddBoolToObject(m, "verified", 1);
+    cJSON_AddNullToObject(m, "manifest");
+    return m;
+}
+
+static cJSON *runtime_json(const char *runner)
+{
+    cJSON *rt = cJSON_CreateObject();
+    cJSON *r = cJSON_AddObjectToObject(rt, "runner");
+    cJSON_AddStringToObject(r, "name", runner);
+    cJSON_AddStringToObject(r, "version", "1");
+    cJSON_AddStringToObject(r, "backend", "cpu");
+    cJSON_AddNullToObject(r, "library");
+    cJSON_AddNullToObject(r, "detail");
+    cJSON_AddNumberToObject(rt, "threads", 1);
+    cJSON_AddBoolToObject(rt, "resolved", 1);
+    return rt;
+}
+
+static cJSON *settings_json(int prefix, int reps)
+{
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "mode", "production");
+    cJSON_AddStringToObject(s, "cache_dtype", "f32");
+    cJSON_AddStringToObject(s, "matmul", "q8");
+    cJSON_AddNumberToObject(s, "threads", 1);
+    cJSON_AddNumberToObject(s, "n_ctx", 24);
+    cJSON_AddNumberToObject(s, "n_batch", 24);
+    if (prefix) {
+        cJSON_AddNumberToObject(s, "repetitions", reps);
+        return s;
+    }
+    cJSON_AddNumberToObject(s, "seed", 0);
+    cJSON_AddNumberToObject(s, "repetitions", reps);
+    cJSON_AddNumberToObject(s, "max_tokens", T);
+    cJSON_AddNumberToObject(s, "logprobs_top_k", 2);
+    cJSON *sp = cJSON_AddObjectToObject(s, "sampling");
+    cJSON_AddNumberToObject(sp, "temperature", 0);
+    cJSON_AddNumberToObject(sp, "top_k", 0);
+    cJSON_AddNumberToObject(sp, "top_p", 1);
+    cJSON_AddNumberToObject(sp, "min_p", 0);
+    return s;
+}
+
+static cJSON *prompts_json(void)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int p = 0; p < P; p++) {
+        int32_t t[8];
+        unsigned char b[32];
+        for (int i = 0; i < 8; i++) {
+            t[i] = 100 + 8 * p + i;
+            for (int k = 0; k < 4; k++)
+                b[4 * i + k] = (unsigned char)((uint32_t)t[i] >> (8 * k));
+        }
+        cJSON *e = cJSON_CreateObject();
+        char id[16];
+        snprintf(id, sizeof id, "p%02d", p);
+        cJSON_AddStringToObject(e, "id", id);
+        add_ints(e, "tokens", t, 8);
+        vt_sha256_hex h;
+        vt_sha256_buffer(b, sizeof b, &h);
+        cJSON_AddStringToObject(e, "sha256", h.hex);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+static cJSON *run_json(int p, int rep, const int32_t *tokens, int n)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "prompt", p);
+    cJSON_AddNumberToObject(r, "repeat", rep);
+    cJSON_AddStringToObject(r, "status", "ok");
+    add_ints(r, "tokens", tokens, n);
+    cJSON *top = cJSON_AddArrayToObject(r, "topk");
+    for (int i = 0; i < n; i++) {
+        cJSON *pos = cJSON_CreateArray();
+        for (int k = 0; k < 2; k++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "id", tokens[i] + k);
+            cJSON_AddNumberToObject(e, "logprob", k ? -2.5 - 0.001 * i : -0.25);
+            cJSON_AddItemToArray(pos, e);
+        }
+        cJSON_AddItemToArray(top, pos);
+    }
+    return r;
+}
+
+/* A vt.capture/1 of the streams (one per prompt), reps repeats. */
+static cJSON *capture_doc(const char *runner, int32_t (*tok)[T], int reps)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "schema", VT_CAPTURE_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(d, "tool");
+    cJSON_AddStringToObject(tool, "name", "vt-capture");
+    cJSON_AddStringToObject(tool, "version", "0.1.0");
+    cJSON_AddStringToObject(tool, "git", "test");
+    cJSON_AddItemToObject(d, "model", model_json());
+    cJSON_AddItemToObject(d, "runtime", runtime_json(runner));
+    cJSON_AddNullToObject(d, "package");
+    cJSON_AddNullToObject(d, "launcher");
+    cJSON *set = cJSON_AddObjectToObject(d, "settings");
+    cJSON_AddItemToObject(set, "requested", settings_json(0, reps));
+    cJSON_AddItemToObject(set, "resolved", settings_json(0, reps));
+    cJSON_AddArrayToObject(set, "differences");
+    cJSON *pf = cJSON_AddObjectToObject(d, "prompt_file");
+    cJSON_AddStringToObject(pf, "name", "prompts.jsonl");
+    cJSON_AddNumberToObject(pf, "size", 100);
+    cJSON_AddStringToObject(pf, "sha256", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    cJSON_AddItemToObject(d, "prompts", prompts_json());
+    cJSON *runs = cJSON_AddArrayToObject(d, "runs");
+    for (int rep = 0; rep < reps; rep++)
+        for (int p = 0; p < P; p++)
+            cJSON_AddItemToArray(runs, run_json(p, rep, tok[p], T));
+    cJSON_AddNullToObject(d, "logits_file");
+    cJSON *det = cJSON_AddObjectToObject(d, "determinism");
+    cJSON_AddNumberToObject(det, "repeats", reps);
+    cJSON_AddBoolToObject(det, "identical_tokens", 1);
+    cJSON_AddBoolToObject(det, "identical_logits", 1);
+    return d;
+}
+
+/* (Re)seals doc as capture.h says and writes it: workload_seal over
+ * {model, prompts, settings.resolved}, then seal over everything before
+ * it; canonical JSON and a newline. */
+static void write_sealed(cJSON *doc, const char *path)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "workload_seal");
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "seal");
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *w = vt_capture_workload(doc);
+    cr_assert_not_null(w);
+    vt_sha256_hex h;
+    cr_assert_eq(vt_canonical_sha256(w, &h, &err), VT_OK, "%s", err.msg);
+    cJSON_Delete(w);
+    cJSON_AddStringToObject(doc, "workload_seal", h.hex);
+    cr_assert_eq(vt_canonical_sha256(doc, &h, &err), VT_OK, "%s", err.msg);
+    cJSON_AddStringToObject(doc, "seal", h.hex);
+    size_t n;
+    char *s = vt_canonical_json(doc, &n, &err);
+    cr_assert_not_null(s, "%s", err.msg);
+    s = realloc(s, n + 1);
+    s[n] = '\n';
+    spit(path, s, n + 1);
+    free(s);
+}
+
+/* The oracle's prefix scores of the local capture at lpath (sealed). */
+static cJSON *scores_doc(const char *lpath, const streams *s)
+{
+    cJSON *L = load_json(lpath);
+    vt_sha256_hex fsha;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_sha256_file(lpath, &fsha, NULL, &err), VT_OK);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "schema", VT_PREFIX_SCORES_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(d, "tool");
+    cJSON_AddStringToObject(tool, "name", "vt-capture");
+    cJSON_AddStringToObject(tool, "version", "0.1.0");
+    cJSON_AddStringToObject(tool, "git", "test");
+    cJSON *l = cJSON_AddObjectToObject(d, "local");
+    cJSON_AddStringToObject(l, "file", "L.json");
+    cJSON_AddStringToObject(l, "sha256", fsha.hex);
+    cJSON_AddStringToObject(l, "schema", VT_CAPTURE_SCHEMA);
+    cJSON_AddStringToObject(l, "seal", get(L, "seal")->valuestring);
+    cJSON_AddStringToObject(l, "workload_seal", get(L, "workload_seal")->valuestring);
+    cJSON_AddItemToObject(d, "model", model_json());
+    cJSON_AddItemToObject(d, "runtime", runtime_json("llamacpp"));
+    cJSON_AddNullToObject(d, "package");
+    cJSON_AddNullToObject(d, "launcher");
+    cJSON *set = cJSON_AddObjectToObject(d, "settings");
+    cJSON_AddItemToObject(set, "requested", settings_json(1, 1));
+    cJSON_AddItemToObject(set, "resolved", settings_json(1, 1));
+    cJSON_AddArrayToObject(set, "differences");
+    cJSON_AddItemToObject(d, "prompts", cJSON_Duplicate(get(L, "prompts"), 1));
+    cJSON *runs = cJSON_AddArrayToObject(d, "runs");
+    /* The scored tokens are the local capture's repeat 0, as written. */
+    for (const cJSON *r = get(L, "runs")->child; r; r = r->next) {
+        if (get(r, "repeat")->valuedouble != 0)
+            continue;
+        int p = (int)get(r, "prompt")->valuedouble;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "prompt", p);
+        cJSON_AddNumberToObject(x, "repeat", 0);
+        cJSON_AddStringToObject(x, "status", "ok");
+        cJSON_AddItemToObject(x, "tokens", cJSON_Duplicate(get(r, "tokens"), 1));
+        add_doubles(x, "logprobs", s->lp[p], T);
+        add_ints(x, "argmax", s->argmax[p], T);
+        add_doubles(x, "argmax_logprobs", s->alp[p], T);
+        cJSON_AddItemToArray(runs, x);
+    }
+    cJSON_AddNullToObject(d, "logits_file");
+    cJSON *det = cJSON_AddObjectToObject(d, "determinism");
+    cJSON_AddNumberToObject(det, "repeats", 1);
+    cJSON_AddBoolToObject(det, "identical_tokens", 1);
+    cJSON_AddBoolToObject(det, "identical_logits", 1);
+    cJSON_Delete(L);
+    return d;
+}
+
+/* A case: the three documents as built (tests change them before writing). */
+typedef struct docs {
+    streams s;
+    cJSON *L, *O;
+} docs;
+
+static void docs_make(docs *d, double gap)
+{
+    seed_streams(&d->s, gap);
+    d->L = capture_doc("engine", d->s.local, REPS);
+    d->O = capture_doc("llamacpp", d->s.oracle, REPS);
+}
+
+/* Writes L and O, then scores bound to the L just written; change (may be
+ * NULL) edits the scores before they are sealed. */
+static void docs_write(env *e, docs *d, void (*change)(cJSON *scores))
+{
+    write_sealed(d->L, e->L);
+    write_sealed(d->O, e->O);
+    cJSON *S = scores_doc(e->L, &d->s);
+    if (change)
+        change(S);
+    write_sealed(S, e->S);
+    cJSON_Delete(S);
+    cJSON_Delete(d->L);
+    cJSON_Delete(d->O);
+    d->L = d->O = NULL;
+}
+
+/* Run in the case's directory, with the names as a user would give them:
+ * the messages name the files as given. */
+static int neartie(env *e, const char *extra)
+{
+    unlink(e->R);
+    unlink(e->J);
+    return sh(e, "cd '%s' && '%s' neartie --local L.json --oracle O.json --prefix-scores S.json --out R.json "
+                 "--junit J.xml %s", e->dir, VT_BIN, extra ? extra : "");
+}
+
+/* A refusal: exit 2, the message on stderr, nothing written. */
+static void expect_refused(env *e, int rc, const char *message)
+{
+    cr_assert_eq(rc, 2, "exit %d, expected 2; stderr: %s", rc, e->cmd_err);
+    cr_assert(strstr(e->cmd_err, message), "stderr lacks '%s':\n%s", message, e->cmd_err);
+    cr_assert(!exists(e->R) && !exists(e->J), "output written despite the refusal");
+}
+
+/* The report's members; its seal recomputes and it is canonical. */
+static cJSON *check_report(const char *path)
+{
+    size_t n;
+    char *text = slurp(path, &n);
+    cr_assert_not_null(text, "%s", path);
+    cJSON *r = cJSON_ParseWithLength(text, n);
+    cr_assert_not_null(r);
+    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/1");
+    vt_error err;
+    vt_error_clear(&err);
+    size_t cn;
+    char *canon = vt_canonical_json(r, &cn, &err);
+    cr_assert(canon && cn + 1 == n && memcmp(canon, text, cn) == 0 && text[cn] == '\n', "not canonical");
+    free(canon);
+    free(text);
+    cJSON *copy = cJSON_Duplicate(r, 1);
+    cJSON *seal = cJSON_DetachItemFromObjectCaseSensitive(copy, "seal");
+    vt_sha256_hex h;
+    cr_assert_eq(vt_canonical_sha256(copy, &h, &err), VT_OK);
+    cr_assert_str_eq(h.hex, seal->valuestring, "the report's seal does not recompute");
+    cJSON_Delete(seal);
+    cJSON_Delete(copy);
+    return r;
+}
+
+/* A minimal well-formedness check of XML: declaration, matched tags,
+ * quoted attributes, no raw '<' or '&' outside markup and entities.
+ * Counts the elements named count_a and count_b. */
+static void check_xml(const char *s, const char *count_a, int *n_a, const char *count_b, int *n_b)
+{
+    char stack[16][64];
+    int depth = 0, roots = 0;
+    *n_a = *n_b = 0;
+    cr_assert(strncmp(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 38) == 0, "no XML declaration");
+    const char *p = strstr(s, "?>") + 2;
+    while (*p) {
+        if (*p == '&') {
+            const char *semi = strchr(p, ';');
+            cr_assert(semi && semi - p <= 6, "bare '&' at %.20s", p);
+            char ent[8];
+            snprintf(ent, sizeof ent, "%.*s", (int)(semi - p + 1), p);
+            cr_assert(!strcmp(ent, "&amp;") || !strcmp(ent, "&lt;") || !strcmp(ent, "&gt;") || !strcmp(ent, "&quot;") ||
+                          !strcmp(ent, "&apos;") || ent[1] == '#',
+                      "unknown entity %s", ent);
+            p = semi + 1;
+            continue;
+        }
+        if (*p != '<') {
+            cr_assert(*p != '>', "raw '>' in text is legal, but vt escapes it");
+            cr_assert((unsigned char)*p >= 0x20 || *p == '\n' || *p == '\t' || *p == '\r', "control byte in text");
+            p++;
+            continue;
+        }
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t nl = strcspn(name, " />");
+        cr_assert(nl > 0 && nl < 64);
+        char tag[64];
+        memcpy(tag, name, nl);
+        tag[nl] = '\0';
+        /* Attributes: name="value" with no '<' inside and entities only. */
+        const char *q = name + nl;
+        while (*q && *q != '>' && !(q[0] == '/' && q[1] == '>')) {
+            if (*q == '"') {
+                const char *end = strchr(q + 1, '"');
+                cr_assert_not_null(end, "unterminated attribute");
+                for (const char *c = q + 1; c < end; c++) {
+                    cr_assert(*c != '<', "'<' in an attribute");
+                    cr_assert((unsigned char)*c >= 0x20, "control byte in an attribute");
+                    if (*c == '&')
+                        cr_assert(strchr(c, ';') && strchr(c, ';') < end, "bare '&' in an attribute");
+                }
+                q = end + 1;
+            } else {
+                q++;
+            }
+        }
+        cr_assert(*q, "unterminated tag");
+        int self = q[0] == '/';
+        if (closing) {
+            cr_assert(depth > 0 && strcmp(stack[depth - 1], tag) == 0, "</%s> does not close <%s>", tag,
+                      depth ? stack[depth - 1] : "");
+            depth--;
+        } else {
+            if (strcmp(tag, count_a) == 0)
+                (*n_a)++;
+            if (strcmp(tag, count_b) == 0)
+                (*n_b)++;
+            if (depth == 0)
+                roots++;
+            if (!self) {
+                cr_assert(depth < 16);
+                snprintf(stack[depth++], 64, "%s", tag);
+            }
+        }
+        p = q + (self ? 2 : 1);
+    }
+    cr_assert_eq(depth, 0, "unclosed <%s>", depth ? stack[depth - 1] : "");
+    cr_assert_eq(roots, 1, "one root element");
+}
+
+static void check_junit(const char *path, int want_cases, int want_failures)
+{
+    char *x = slurp(path, NULL);
+    cr_assert_not_null(x, "%s", path);
+    int cases, failures;
+    check_xml(x, "testcase", &cases, "failure", &failures);
+    cr_assert_eq(cases, want_cases, "testcases %d", cases);
+    cr_assert_eq(failures, want_failures, "failures %d", failures);
+    free(x);
+}
+
+static const cJSON *report_prompt(const cJSON *r, int p) { return cJSON_GetArrayItem(get(r, "prompts"), p); }
+
+/* ------------------------------------------------ the seeds' example */
+
+Test(seed, fifteen_strict_one_near_tie_125)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    int rc = neartie(&e, NULL);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    const cJSON *t = get(r, "totals");
+    cr_assert_eq(get(t, "prompts")->valuedouble, 16);
+    cr_assert_eq(get(t, "strict")->valuedouble, 15);
+    cr_assert_eq(get(t, "near_tie_only")->valuedouble, 1);
+    cr_assert_eq(get(t, "failed")->valuedouble, 0);
+    cr_assert_eq(get(t, "positions")->valuedouble, 256);
+    cr_assert_eq(get(t, "zero_gaps")->valuedouble, 255);
+    cr_assert_eq(get(t, "within_gaps")->valuedouble, 1);
+    cr_assert_eq(get(t, "above_gaps")->valuedouble, 0);
+    cr_assert_eq(get(t, "max_gap_mnats")->valuedouble, 125);
+    const cJSON *p15 = report_prompt(r, 15);
+    cr_assert_str_eq(get(p15, "class")->valuestring, "near-tie-only");
+    const cJSON *fd = get(p15, "first_divergence");
+    cr_assert_eq(get(fd, "position")->valuedouble, 7);
+    cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, 760);
+    cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, 9175);
+    cr_assert_eq(get(fd, "gap_mnats")->valuedouble, 125);
+    cr_assert(cJSON_IsNull(get(report_prompt(r, 0), "first_divergence")));
+    cr_assert(cJSON_IsTrue(get(get(r, "gate"), "passed")));
+    /* The largest gap, with the local tokens before it. */
+    const cJSON *g = cJSON_GetArrayItem(get(r, "largest_gaps"), 0);
+    cr_assert_eq(cJSON_GetArraySize(get(r, "largest_gaps")), 1);
+    cr_assert_eq(get(g, "position")->valuedouble, 7);
+    cr_assert_eq(get(get(g, "oracle"), "id")->valuedouble, 9175);
+    cr_assert_eq(cJSON_GetArraySize(get(g, "context")), 4);
+    cr_assert_eq(get(cJSON_GetArrayItem(get(g, "context"), 3), "id")->valuedouble, 1000 + 17 * 15 + 6);
+    /* No side files, no model file: said so. */
+    cr_assert(cJSON_IsFalse(get(get(r, "metrics"), "available")));
+    cr_assert(cJSON_IsNull(get(get(r, "token_text"), "file")));
+    /* Both captures' seals and the scores' are in the report. */
+    cJSON *L = load_json(e.L), *S = load_json(e.S);
+    cr_assert_str_eq(get(get(r, "local"), "seal")->valuestring, get(L, "seal")->valuestring);
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "seal")->valuestring, get(S, "seal")->valuestring);
+    cJSON_Delete(L);
+    cJSON_Delete(S);
+    cJSON_Delete(r);
+    /* The table: one line per prompt, then totals. */
+    cr_assert(strstr(e.cmd_out, "p15     near-tie-only      7  760"), "%s", e.cmd_out);
+    cr_assert(strstr(e.cmd_out, "9175"), "%s", e.cmd_out);
+    cr_assert(strstr(e.cmd_out, "totals: 16 prompts: 15 strict, 1 near-tie-only, 0 failed; 256 positions: 255 zero "
+                                "gaps, 1 within 500, 0 above"), "%s", e.cmd_out);
+    check_junit(e.J, 16, 0);
+    /* The gate on strict prompts: 15 is enough for 15, not for 16. */
+    cr_assert_eq(neartie(&e, "--require-strict 15"), 0, "%s", e.cmd_err);
+    cr_assert_eq(neartie(&e, "--require-strict 16"), 1, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_out, "15 strict prompts: expected at least 16 (--require-strict)"), "%s", e.cmd_out);
+    cJSON *r2 = check_report(e.R);
+    cr_assert(cJSON_IsFalse(get(get(r2, "gate"), "passed")));
+    cJSON_Delete(r2);
+    teardown(&e);
+}
+
+Test(seed, the_same_divergence_at_600_fails_the_gate)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 600.0);
+    docs_write(&e, &d, NULL);
+    int rc = neartie(&e, "--max-failed 0");
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, e.cmd_err);
+    cJSON *r = check_report(e.R);
+    const cJSON *t = get(r, "totals");
+    cr_assert_eq(get(t, "strict")->valuedouble, 15);
+    cr_assert_eq(get(t, "near_tie_only")->valuedouble, 0);
+    cr_assert_eq(get(t, "failed")->valuedouble, 1);
+    cr_assert_eq(get(t, "zero_gaps")->valuedouble, 255);
+    cr_assert_eq(get(t, "above_gaps")->valuedouble, 1);
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "failed");
+    cr_assert(fabs(get(get(report_prompt(r, 15), "first_divergence"), "gap_mnats")->valuedouble - 600) < 1e-6);
+    cr_assert(cJSON_IsFalse(get(get(r, "gate"), "passed")));
+    cJSON_Delete(r);
+    check_junit(e.J, 16, 1);
+    char *x = slurp(e.J, NULL);
+    cr_assert(strstr(x, "<failure type=\"near-tie\" message=\"failed: first divergence at position 7: local 760, "
+                        "oracle 9175, gap 600.000 milli-nats"), "%s", x);
+    free(x);
+    cr_assert(strstr(e.cmd_out, "1 failed prompts: expected at most 0 (--max-failed)"), "%s", e.cmd_out);
+    /* Allowed one failure, the gate holds. */
+    cr_assert_eq(neartie(&e, "--max-failed 1"), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(seed, exactly_500_is_near_tie_and_a_lower_threshold_fails)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 500.0);
+    docs_write(&e, &d, NULL);
+    cr_assert_eq(neartie(&e, NULL), 0, "%s", e.cmd_err);
+    cJSON *r = check_report(e.R);
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "near-tie-only");
+    cr_assert_eq(get(get(r, "totals"), "max_gap_mnats")->valuedouble, 500);
+    cr_assert_eq(get(r, "threshold_mnats")->valuedouble, 500);
+    cJSON_Delete(r);
+    cr_assert_eq(neartie(&e, "--threshold-mnats 499.999"), 1, "%s", e.cmd_err);
+    r = check_report(e.R);
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "failed");
+    cJSON_Delete(r);
+    teardown(&e);
+}
+
+/* ---------------------------------------------------------------- guards */
+
+static cJSON *at(cJSON *root, const char *path)
+{
+    char key[64];
+    cJSON *v = root;
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(key, sizeof key, "%.*s", (int)n, path);
+        v = cJSON_GetObjectItemCaseSensitive(v, key);
+        path += n + (path[n] == '.');
+    }
+    cr_assert_not_null(v, "no member %s", path);
+    return v;
+}
+
+static void set_str(cJSON *root, const char *path, const char *value)
+{
+    cJSON *v = at(root, path);
+    cr_assert(cJSON_IsString(v));
+    cJSON_SetValuestring(v, value);
+}
+
+static void set_num(cJSON *root, const char *path, double value)
+{
+    cJSON *v = at(root, path);
+    cr_assert(cJSON_IsNumber(v));
+    cJSON_SetNumberValue(v, value);
+}
+
+/* Where --allow-diff FIELD is given, the run passes and the report records
+ * that FIELD differed. */
+static void expect_allowed(env *e, const char *field)
+{
+    char extra[128];
+    snprintf(extra, sizeof extra, "--allow-diff %s", field);
+    int rc = neartie(e, extra);
+    cr_assert_eq(rc, 0, "exit %d with %s: %s", rc, extra, e->cmd_err);
+    cJSON *r = check_report(e->R);
+    const cJSON *a = get(r, "allowed_differences");
+    cr_assert_eq(cJSON_GetArraySize(a), 1);
+    const cJSON *x = cJSON_GetArrayItem(a, 0);
+    cr_assert_str_eq(get(x, "field")->valuestring, field);
+    cr_assert(cJSON_IsTrue(get(x, "differs")), "%s: not recorded as differing", field);
+    cr_assert_geq(cJSON_GetArraySize(get(x, "differences")), 1);
+    cJSON_Delete(r);
+    char line[96];
+    snprintf(line, sizeof line, "allowed difference: %s:", field);
+    cr_assert(strstr(e->cmd_out, line), "%s", e->cmd_out);
+}
+
+Test(guard, a_run_with_error_status)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    /* Repeat 1 of prompt 3 failed. */
+    cJSON *run = cJSON_GetArrayItem(at(d.O, "runs"), P + 3);
+    cJSON *bad = cJSON_CreateObject();
+    cJSON_AddNumberToObject(bad, "prompt", 3);
+    cJSON_AddNumberToObject(bad, "repeat", 1);
+    cJSON_AddStringToObject(bad, "status", "error");
+    cJSON_AddStringToObject(bad, "error", "boom: out of memory");
+    cJSON_AddArrayToObject(bad, "tokens");
+    cJSON_AddArrayToObject(bad, "topk");
+    cJSON_ReplaceItemViaPointer(at(d.O, "runs"), run, bad);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: runs[19] (prompt 3 'p03', repeat 1): status error (boom: out of "
+                                          "memory): expected every run ok");
+    teardown(&e);
+}
+
+Test(guard, an_error_recorded_after_generation)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    /* Status ok, but an error recorded: rebuilt in the member order. */
+    cJSON *run = cJSON_GetArrayItem(at(d.L, "runs"), 2);
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "prompt", 2);
+    cJSON_AddNumberToObject(x, "repeat", 0);
+    cJSON_AddStringToObject(x, "status", "ok");
+    cJSON_AddStringToObject(x, "error", "device lost after the last token");
+    cJSON_AddItemToObject(x, "tokens", cJSON_Duplicate(at(run, "tokens"), 1));
+    cJSON_AddItemToObject(x, "topk", cJSON_Duplicate(at(run, "topk"), 1));
+    cJSON_ReplaceItemViaPointer(at(d.L, "runs"), run, x);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.json: runs[2] (prompt 2 'p02', repeat 0): status ok with an error "
+                                          "recorded after generation (device lost after the last token): expected none");
+    teardown(&e);
+}
+
+Test(guard, prompt_sets_differ)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.O, "prompts"), 3), "id", "q03");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "prompts[3].id: ");
+    cr_assert(strstr(e.cmd_err, "L.json 'p03', ") && strstr(e.cmd_err, "O.json 'q03': expected the same prompt set"),
+              "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(guard, model_files_differ)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.O, "model.files"), 0), "sha256",
+            "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "model.files[0].sha256: ");
+    cr_assert(strstr(e.cmd_err, "O.json cccc") && strstr(e.cmd_err, "expected the same model file (or --allow-diff "
+                                                                      "model.files)"), "%s", e.cmd_err);
+    /* The scores come from the standard model: the oracle's differs too. */
+    expect_allowed(&e, "model.files");
+    teardown(&e);
+}
+
+Test(guard, model_revision_differs)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    cJSON_ReplaceItemInObject(at(d.O, "model"), "revision", cJSON_CreateString("2fc06364"));
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "model.revision: ");
+    cr_assert(strstr(e.cmd_err, "O.json 2fc06364: expected the same model revision"), "%s", e.cmd_err);
+    expect_allowed(&e, "model.revision");
+    teardown(&e);
+}
+
+Test(guard, the_vocabulary_differs_and_cannot_be_allowed)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_num(d.O, "model.gguf.n_vocab", VOCAB + 1);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "model.gguf.n_vocab: ");
+    cr_assert(strstr(e.cmd_err, "expected the same vocabulary: token ids must mean the same in both (cannot be "
+                                "allowed)"), "%s", e.cmd_err);
+    expect_refused(&e, neartie(&e, "--allow-diff model.gguf"), "model.gguf.n_vocab: ");
+    teardown(&e);
+}
+
+Test(guard, repeat_counts_differ)
+{
+    env e;
+    setup(&e);
+    docs d;
+    seed_streams(&d.s, 125.0);
+    d.L = capture_doc("engine", d.s.local, REPS);
+    d.O = capture_doc("llamacpp", d.s.oracle, 3);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.repetitions: L.json 2, O.json 3: expected equal repeat "
+                                          "counts (or --allow-diff repetitions)");
+    expect_allowed(&e, "repetitions");
+    teardown(&e);
+}
+
+Test(guard, sampling_not_greedy)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_num(d.O, "settings.resolved.sampling.temperature", 0.7);
+    set_num(d.O, "settings.requested.sampling.temperature", 0.7);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: settings.resolved.sampling.temperature: 0.7: expected 0 (greedy)");
+    teardown(&e);
+}
+
+Test(guard, cache_dtype_differs_and_may_be_allowed)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_str(d.L, "settings.resolved.cache_dtype", "fp8_e4m3");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.cache_dtype: L.json fp8_e4m3, O.json f32: expected equal: "
+                                          "the comparison declares one cache dtype (or --allow-diff cache_dtype)");
+    expect_allowed(&e, "cache_dtype");
+    /* A declared dtype both must have. */
+    expect_refused(&e, neartie(&e, "--allow-diff cache_dtype --cache-dtype f32"),
+                   "L.json: settings.resolved.cache_dtype: fp8_e4m3: expected f32, as --cache-dtype declares");
+    teardown(&e);
+}
+
+Test(guard, mode_and_compute_path_differ)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_str(d.L, "settings.resolved.mode", "eager");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.mode: L.json eager, O.json production: expected equal: "
+                                          "the comparison declares one execution mode (or --allow-diff mode)");
+    expect_allowed(&e, "mode");
+    docs_make(&d, 125.0);
+    set_str(d.O, "settings.resolved.matmul", "exact");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.matmul: L.json q8, O.json exact: expected equal: the "
+                                          "comparison declares one compute path");
+    /* Allowed, it may differ between the oracle and its scores too. */
+    expect_allowed(&e, "matmul");
+    teardown(&e);
+}
+
+Test(guard, declared_mode_differs)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, "--mode eager"),
+                   "L.json: settings.resolved.mode: production: expected eager, as --mode declares");
+    cr_assert(strstr(e.cmd_err, "O.json: settings.resolved.mode: production: expected eager"), "%s", e.cmd_err);
+    cr_assert_eq(neartie(&e, "--mode production --cache-dtype f32 --matmul q8"), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(guard, capacity_differs)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_num(d.O, "settings.resolved.n_ctx", 48);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.n_ctx: L.json 24, O.json 48: expected equal capacity (or "
+                                          "--allow-diff n_ctx)");
+    expect_allowed(&e, "n_ctx");
+    docs_make(&d, 125.0);
+    set_num(d.O, "settings.resolved.max_tokens", 17);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.max_tokens: L.json 16, O.json 17: expected equal capacity");
+    teardown(&e);
+}
+
+Test(guard, another_setting_differs)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    set_num(d.O, "settings.resolved.threads", 4);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "settings.resolved.threads: L.json 1, O.json 4: expected equal settings (or "
+                                          "--allow-diff threads)");
+    expect_allowed(&e, "threads");
+    teardown(&e);
+}
+
+Test(guard, repeats_that_differ)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 2), "tokens"), 5);
+    cJSON_SetNumberValue(tok, 42);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.json: runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens "
+                                          "at position 5: expected identical repeats");
+    int rc = neartie(&e, "--allow-diff determinism");
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *r = check_report(e.R);
+    const cJSON *x = cJSON_GetArrayItem(get(r, "allowed_differences"), 0);
+    cr_assert_str_eq(get(x, "field")->valuestring, "determinism");
+    cr_assert(cJSON_IsTrue(get(x, "differs")));
+    cJSON_Delete(r);
+    teardown(&e);
+}
+
+static void wrong_local_seal(cJSON *S)
+{
+    set_str(S, "local.seal", "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+}
+
+static void other_stream(cJSON *S)
+{
+    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 4), "tokens"), 9);
+    cJSON_SetNumberValue(tok, 77);
+}
+
+static void scored_by_the_engine(cJSON *S) { set_str(S, "runtime.runner.name", "engine"); }
+
+Test(guard, prefix_scores_not_bound_to_the_local_capture)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, wrong_local_seal);
+    expect_refused(&e, neartie(&e, NULL), "S.json: local.seal: dddddddd");
+    cr_assert(strstr(e.cmd_err, "the prefix scores are not bound to this local capture"), "%s", e.cmd_err);
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, other_stream);
+    expect_refused(&e, neartie(&e, NULL), "S.json: runs (prompt 4 'p04'): the scored tokens differ from");
+    cr_assert(strstr(e.cmd_err, "L.json's repeat 0 at position 9: expected that stream"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(guard, prefix_scores_not_by_the_oracle)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, scored_by_the_engine);
+    expect_refused(&e, neartie(&e, NULL), "runtime.runner.name: O.json llamacpp, S.json engine: expected the oracle's "
+                                          "runner: the prefix scores must come from the oracle (or --allow-diff scorer)");
+    expect_allowed(&e, "scorer");
+    teardown(&e);
+}
+
+/* The catch-all: workload seals that differ where no other guard looks
+ * (a member a later schema may add), through the library. */
+Test(guard, workload_seal_differs_where_nothing_else_explains_it)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    vt_doc L, O;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc_source sl = { e.L, NULL, 0, VT_DOC_CAPTURE, 0 }, so = { e.O, NULL, 0, VT_DOC_CAPTURE, 0 };
+    cr_assert_eq(vt_doc_read(&sl, &L, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_doc_read(&so, &O, &err), VT_OK, "%s", err.msg);
+    cJSON_AddNumberToObject(at(O.meta, "settings.resolved"), "future_knob", 3);
+    cJSON *w = vt_capture_workload(O.meta);
+    cr_assert_eq(vt_canonical_sha256(w, &O.workload_seal, &err), VT_OK);
+    cJSON_Delete(w);
+    vt_nt_guard_opts go = { 0 };
+    vt_lines out = { 0 };
+    vt_nt_guard_pair(&L, &O, &go, &out, NULL);
+    cr_assert_eq(out.n, 1, "%d lines: %s", out.n, out.n ? out.v[0] : "");
+    cr_assert(strstr(out.v[0], "workload_seal: ") && strstr(out.v[0], "expected the same workload (model, prompts, "
+                                                                       "settings.resolved); they differ in "
+                                                                       "settings.future_knob"), "%s", out.v[0]);
+    vt_lines_free(&out);
+    vt_doc_free(&L);
+    vt_doc_free(&O);
+    teardown(&e);
+}
+
+Test(guard, unknown_allow_field_is_bad_usage)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, "--allow-diff temperature"), "--allow-diff 'temperature': expected one of ");
+    teardown(&e);
+}
+
+/* ------------------------------------------------------ malformed inputs */
+
+Test(input, a_changed_byte_fails_the_seal)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    size_t n;
+    char *s = slurp(e.L, &n);
+    char *t = strstr(s, "\"tokens\":[1017,");
+    cr_assert_not_null(t);
+    t[10] = '2'; /* 1017 -> 2017, canonical still */
+    spit(e.L, s, n);
+    free(s);
+    expect_refused(&e, neartie(&e, NULL), "L.json: field seal: ");
+    cr_assert(strstr(e.cmd_err, "expected ") && strstr(e.cmd_err, ", the recomputed one"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(input, schema_violations_name_the_field)
+{
+    env e;
+    setup(&e);
+    docs d;
+    /* In a member cJSON reads: the validator's path. */
+    docs_make(&d, 125.0);
+    set_str(d.O, "settings.resolved.mode", "turbo");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: $.settings.resolved.mode: expected one of [\"production\",\"eager\"]");
+    /* In the runs: the run reader's. */
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.L, "runs"), 5), "status", "done");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "field runs[5].status: expected \"status\": \"ok\" or \"error\"");
+    docs_make(&d, 125.0);
+    cJSON *pos = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), 1), "topk"), 3);
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(pos, 1), "rank", 2);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "field runs[1].topk[3][1].logprob: expected \"logprob\": a number in "
+                                          "canonical form, then '}' (no other member)");
+    /* A document of the other kind. */
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle S.json --prefix-scores S.json", e.dir,
+                          VT_BIN), "S.json: field schema: \"vt.prefix-scores/1\": expected \"vt.capture/1\"");
+    teardown(&e);
+}
+
+Test(input, non_canonical_json_is_refused)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    /* Pretty-printed: the same document, not as vt-capture writes it. */
+    cJSON *L = load_json(e.L);
+    char *pretty = cJSON_Print(L);
+    spit(e.L, pretty, strlen(pretty));
+    free(pretty);
+    cJSON_Delete(L);
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset 1: field schema: expected it first, in canonical JSON");
+    /* A number not in canonical form, the seal over these very bytes. */
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    size_t n;
+    char *s = slurp(e.O, &n);
+    char *t = strstr(s, "\"logprob\":-0.25}");
+    cr_assert_not_null(t);
+    char *u = malloc(n + 2);
+    size_t a = (size_t)(t - s) + 10;
+    memcpy(u, s, a);
+    memcpy(u + a, "-0.250", 6); /* one digit more, same value */
+    memcpy(u + a + 6, s + a + 5, n - a - 5);
+    n++;
+    size_t body = n - 76; /* ,"seal":"<64 hex>"}\n */
+    u[body] = '}';
+    vt_sha256_hex h;
+    vt_sha256_buffer(u, body + 1, &h);
+    u[body] = ',';
+    memcpy(u + body + 9, h.hex, 64);
+    spit(e.O, u, n);
+    free(s);
+    free(u);
+    expect_refused(&e, neartie(&e, NULL), "field runs[0].topk[0][0].logprob: expected \"logprob\": a number in canonical");
+    /* Not JSON at all, and no file. */
+    spit(e.O, "{\"schema\": ", 11);
+    expect_refused(&e, neartie(&e, NULL), "O.json: offset ");
+    unlink(e.O);
+    expect_refused(&e, neartie(&e, NULL), "O.json: cannot read: No such file or directory");
+    teardown(&e);
+}
+
+/* ------------------------------------------------------------- JUnit */
+
+Test(junit, markup_in_prompt_ids_is_escaped)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 600.0);
+    const char *id = "a<b>&\"c'\x01";
+    set_str(cJSON_GetArrayItem(at(d.L, "prompts"), 15), "id", id);
+    set_str(cJSON_GetArrayItem(at(d.O, "prompts"), 15), "id", id);
+    docs_write(&e, &d, NULL);
+    cr_assert_eq(neartie(&e, "--max-failed 1"), 0, "%s", e.cmd_err);
+    check_junit(e.J, 16, 1);
+    char *x = slurp(e.J, NULL);
+    cr_assert(strstr(x, "name=\"a&lt;b&gt;&amp;&quot;c&apos;\\x01\""), "%s", x);
+    free(x);
+    cJSON *r = check_report(e.R);
+    cr_assert_str_eq(get(report_prompt(r, 15), "id")->valuestring, id);
+    cJSON_Delete(r);
+    teardown(&e);
+}
+
+/* ------------------------------------------------- canonical numbers */
+
+static int exact_canonical(const char *s, double *v)
+{
+    char c[32], *end;
+    double d = strtod(s, &end);
+    if (*end || !isfinite(d))
+        return 0;
+    vt_canonical_number(d, c);
+    *v = d;
+    return strcmp(c, s) == 0;
+}
+
+Test(reader, canonical_numbers_agree_with_the_definition)
+{
+    /* Random values printed many ways: the reader's verdict and value
+     * must be the canonical writer's. */
+    const char *forms[] = { "%.9g", "%.8g", "%.3g", "%.12g", "%.17g", "%g", "%.9e", "%.2f", "%.10f", "%.1e" };
+    unsigned s = 12345;
+    char buf[64];
+    for (int it = 0; it < 300000; it++) {
+        s = s * 1103515245u + 12345u;
+        double u = (double)(s >> 8) / (double)(1u << 24);
+        double x;
+        switch (it % 6) {
+        case 0: x = -u * 30.0; break;
+        case 1: x = ldexp(u, (int)(s % 140) - 70) * (s & 1 ? -1 : 1); break;
+        case 2: x = (double)(s % 100000) * (s & 2 ? 1 : -1); break;
+        case 3: x = ldexp(u, (int)(s % 2000) - 1000); break;
+        case 4: x = (double)(s % 1000) * pow(10, (int)(s % 40) - 20); break;
+        default: x = 9007199254740992.0 + ((int)(s % 5) - 2) * 2.0;
+        }
+        snprintf(buf, sizeof buf, forms[(s >> 4) % 10], x);
+        if ((s >> 7) % 20 == 0 && strlen(buf) + 1 < sizeof buf)
+            strcat(buf, "0");
+        double v1 = 0, v2 = 0;
+        int a = vt_doc_number_canonical(buf, strlen(buf), &v1), b = exact_canonical(buf, &v2);
+        cr_assert_eq(a, b, "%s: reader says %d, the definition %d", buf, a, b);
+        if (a)
+            cr_assert(memcmp(&v1, &v2, sizeof v1) == 0, "%s: value %.17g, strtod %.17g", buf, v1, v2);
+    }
+    /* Digit strings near the log-prob shape, where the reader's inline
+     * path and its full one must agree with each other and the definition
+     * (-1 would be a disagreement between the two paths). */
+    for (int it = 0; it < 300000; it++) {
+        int k = 0;
+        s = s * 1103515245u + 12345u;
+        int len = 1 + (int)(s % 18), dot = (int)((s >> 5) % (unsigned)(len + 1));
+        if ((s >> 10) & 1)
+            buf[k++] = '-';
+        for (int i = 0; i < len; i++) {
+            s = s * 1103515245u + 12345u;
+            if (i == dot && i > 0)
+                buf[k++] = '.';
+            int r = (int)((s >> 8) % 12);
+            buf[k++] = r < 10 ? (char)('0' + r) : r == 10 ? '0' : 'e';
+        }
+        buf[k] = '\0';
+        double v1 = 0, v2 = 0;
+        int a = vt_doc_number_canonical(buf, strlen(buf), &v1), b = exact_canonical(buf, &v2);
+        cr_assert_eq(a, b, "%s: reader says %d, the definition %d", buf, a, b);
+    }
+    double v;
+    cr_assert(vt_doc_number_canonical("-0.375", 6, &v) && v == -0.375);
+    cr_assert(!vt_doc_number_canonical("-0", 2, &v));
+    cr_assert(!vt_doc_number_canonical("1.0", 3, &v));
+    cr_assert(!vt_doc_number_canonical("0.00001", 7, &v));
+    cr_assert(vt_doc_number_canonical("1e-05", 5, &v) && v == 1e-05);
+    cr_assert(!vt_doc_number_canonical("1e+10", 5, &v));
+    cr_assert(vt_doc_number_canonical("10000000000", 11, &v));
+}
+
+/* The runs read in chunks on several threads give what one thread gives;
+ * a bad run in a later chunk is still named by its index. */
+static void read_with(const char *path, vt_doc_kind kind, int threads, vt_doc *d)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc_source src = { path, NULL, 0, kind, threads };
+    cr_assert_eq(vt_doc_read(&src, d, &err), VT_OK, "%s threads %d: %s", path, threads, err.msg);
+}
+
+Test(reader, chunks_on_threads_read_the_same)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 9), "tokens"), 2);
+    cJSON_SetNumberValue(tok, 4242); /* a later repeat that differs, in a later chunk */
+    docs_write(&e, &d, NULL);
+    const char *paths[2] = { e.L, e.S };
+    vt_doc_kind kinds[2] = { VT_DOC_CAPTURE, VT_DOC_PREFIX };
+    for (int k = 0; k < 2; k++) {
+        vt_doc one, many;
+        read_with(paths[k], kinds[k], 1, &one);
+        for (int threads = 2; threads <= 7; threads++) {
+            read_with(paths[k], kinds[k], threads, &many);
+            cr_assert_str_eq(many.seal.hex, one.seal.hex);
+            cr_assert_str_eq(many.file_sha256.hex, one.file_sha256.hex);
+            cr_assert_eq(many.n_prompts, P);
+            cr_assert_eq(many.repeats, one.repeats);
+            cr_assert_eq(many.n_positions, one.n_positions);
+            for (int p = 0; p < P; p++) {
+                cr_assert_eq(many.n[p], one.n[p]);
+                cr_assert(memcmp(many.tokens + many.off[p], one.tokens + one.off[p], (size_t)one.n[p] * 4) == 0);
+                if (kinds[k] == VT_DOC_PREFIX)
+                    cr_assert(memcmp(many.logprobs + many.off[p], one.logprobs + one.off[p], (size_t)one.n[p] * 8) == 0);
+            }
+            cr_assert_eq(many.differs.run, one.differs.run);
+            cr_assert_eq(many.differs.position, one.differs.position);
+            vt_doc_free(&many);
+        }
+        if (k == 0) {
+            cr_assert_eq(one.differs.run, P + 9);
+            cr_assert_eq(one.differs.position, 2);
+        }
+        vt_doc_free(&one);
+    }
+    /* A run out of order and a malformed run, both late in the array. */
+    docs_make(&d, 125.0);
+    set_num(cJSON_GetArrayItem(at(d.L, "runs"), 27), "prompt", 12);
+    docs_write(&e, &d, NULL);
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc x;
+    vt_doc_source src = { e.L, NULL, 0, VT_DOC_CAPTURE, 4 };
+    cr_assert_eq(vt_doc_read(&src, &x, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "field runs[27]: expected prompt 11 repeat 1 (runs in the order vt-capture writes them), "
+                              "not prompt 12 repeat 1"), "%s", err.msg);
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.L, "runs"), 29), "status", "fine");
+    docs_write(&e, &d, NULL);
+    cr_assert_eq(vt_doc_read(&src, &x, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "field runs[29].status: expected \"status\": \"ok\" or \"error\""), "%s", err.msg);
+    teardown(&e);
+}
+
+/* ------------------------------------------------------ real captures */
+
+/* The 16 built-in prompts of vt agree but one: with Q8_0 weights the
+ * engine and llama.cpp part at position 11 of "日本語のテキストと中文文本"
+ * (a 125.7 milli-nat near tie), so it is left out to keep every prompt
+ * strict for both fixtures. */
+static const char *const strict_prompts[] = {
+    "The quick brown fox jumps over the lazy dog.",
+    "Once upon a time, in a small village by the sea,",
+    "def fibonacci(n):\\n    if n < 2:\\n        return n\\n",
+    "The capital of France is",
+    "1, 2, 3, 5, 8, 13, 21,",
+    "<|im_start|>user\\nWhat is the boiling point of water?<|im_end|>\\n<|im_start|>assistant\\n",
+    "In mathematics, a prime number is",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "int main(void) { printf(\\\"hello\\\\n\\\"); return 0; }",
+    "Les sanglots longs des violons de l'automne",
+    "She said: \\\"I'll be there at 10:30, don't be late!\\\"",
+    "SELECT name, COUNT(*) FROM users GROUP BY name;",
+    "To be, or not to be, that is the question:",
+    "    \\t  indented   text\\n\\nwith blank lines",
+    "Temperature: -40.5 degrees; pressure 1013 hPa; 99%",
+};
+enum { N_STRICT = (int)(sizeof strict_prompts / sizeof strict_prompts[0]) };
+
+/* A fixture of the given weights, the prompts, and both runners' captures:
+ * 10 repeats x 16 tokens, one thread, full logits. */
+static void real_captures(env *e, const char *weights, char *model, size_t cap)
+{
+    snprintf(model, cap, "%s/tiny-%s.gguf", e->dir, weights);
+    cr_assert_eq(sh(e, "'%s' fixture make --arch qwen3 --preset tiny --weights %s --seed 1 -o '%s'", VT_BIN, weights,
+                    model), 0, "%s", e->cmd_err);
+    char prompts[160];
+    snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", e->dir);
+    FILE *f = fopen(prompts, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < N_STRICT; i++)
+        fprintf(f, "{\"id\":\"p%02d\",\"text\":\"%s\"}\n", i, strict_prompts[i]);
+    fclose(f);
+    const char *runner[2] = { "engine", "llamacpp" }, *out[2] = { e->L, e->O };
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(sh(e, "'%s' capture --runner %s --model '%s' --prompts '%s' --out '%s' --logits-out '%s.logits' "
+                           "--repetitions 10 --max-tokens 16 --threads 1 --no-timestamp", VT_BIN, runner[k], model,
+                        prompts, out[k], out[k]), 0, "%s", e->cmd_err);
+}
+
+static void check_all_strict(env *e, int n)
+{
+    cJSON *r = check_report(e->R);
+    const cJSON *t = get(r, "totals");
+    cr_assert_eq(get(t, "strict")->valuedouble, n);
+    cr_assert_eq(get(t, "zero_gaps")->valuedouble, n * 16);
+    cr_assert_eq(get(t, "scorer_disagreements")->valuedouble, 0);
+    const cJSON *m = get(r, "metrics");
+    cr_assert(cJSON_IsTrue(get(m, "available")), "metrics: %s", cJSON_Print(m));
+    cr_assert_eq(get(m, "positions")->valuedouble, n * 16);
+    cr_assert_eq(get(m, "top1_agreement")->valuedouble, 1.0);
+    cr_assert(get(get(m, "kld"), "max")->valuedouble < 0.01, "KL max %g", get(get(m, "kld"), "max")->valuedouble);
+    cr_assert_not_null(get(get(r, "token_text"), "file")->valuestring, "no token text");
+    cJSON_Delete(r);
+    check_junit(e->J, n, 0);
+}
+
+Test(real, f32_engine_and_llamacpp_all_strict_with_prefix_scores_file, .timeout = 600)
+{
+    env e;
+    setup(&e);
+    char model[160];
+    real_captures(&e, "F32", model, sizeof model);
+    cr_assert_eq(sh(&e, "'%s' capture --runner llamacpp --model '%s' --score-prefix-of '%s' --threads 1 --no-timestamp "
+                        "--out '%s'", VT_BIN, model, e.L, e.S), 0, "%s", e.cmd_err);
+    char extra[64];
+    snprintf(extra, sizeof extra, "--require-strict %d", N_STRICT);
+    int rc = neartie(&e, extra);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    check_all_strict(&e, N_STRICT);
+    /* Token text comes from the model file named in the capture. */
+    cr_assert(strstr(e.cmd_out, "token text from ") && strstr(e.cmd_out, "tiny-F32.gguf"), "%s", e.cmd_out);
+    /* A side file that is not the one the capture sealed: refused. Its
+     * last byte belongs to repeat 9's frame, read for the hash only. */
+    char side[160];
+    snprintf(side, sizeof side, "%s.logits", e.L);
+    FILE *f = fopen(side, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, -1, SEEK_END);
+    int ch = fgetc(f);
+    fseek(f, -1, SEEK_END);
+    fputc(ch ^ 1, f);
+    fclose(f);
+    expect_refused(&e, neartie(&e, extra), "L.json.logits: sha256 ");
+    cr_assert(strstr(e.cmd_err, "as L.json's logits_file records"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(real, q8_0_engine_and_llamacpp_all_strict_scored_here, .timeout = 600)
+{
+    env e;
+    setup(&e);
+    char model[160];
+    real_captures(&e, "Q8_0", model, sizeof model);
+    unlink(e.R);
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --model '%s' --scores-out '%s' "
+                    "--out '%s' --junit '%s' --require-strict %d", VT_BIN, e.L, e.O, model, e.S, e.R, e.J, N_STRICT);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    check_all_strict(&e, N_STRICT);
+    /* The scores it computed were published with the report, and the
+     * report carries their seal. */
+    cJSON *S = load_json(e.S), *r = check_report(e.R);
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "seal")->valuestring, get(S, "seal")->valuestring);
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "scored_by")->valuestring, "vt-neartie --score-with llamacpp");
+    cJSON_Delete(S);
+    cJSON_Delete(r);
+    teardown(&e);
+}
+
+Test(real, one_engine_token_changed_fails_the_gate, .timeout = 600)
+{
+    env e;
+    setup(&e);
+    char model[160];
+    real_captures(&e, "Q8_0", model, sizeof model);
+    /* Prompt 4's token at position 3, in every repeat (so that the repeats
+     * still agree): a token outside the 20 the engine ranked highest. */
+    cJSON *L = load_json(e.L);
+    const cJSON *run0 = cJSON_GetArrayItem(get(L, "runs"), 4);
+    const cJSON *top = cJSON_GetArrayItem(get(run0, "topk"), 3);
+    int32_t was = (int32_t)cJSON_GetArrayItem(get(run0, "tokens"), 3)->valuedouble, now = 0;
+    for (int found = 1; found; now++) {
+        found = 0;
+        for (const cJSON *x = top->child; x; x = x->next)
+            found |= get(x, "id")->valuedouble == now;
+    }
+    now--;
+    cr_assert_neq(now, was);
+    for (cJSON *r = at(L, "runs")->child; r; r = r->next)
+        if (get(r, "prompt")->valuedouble == 4)
+            cJSON_SetNumberValue(cJSON_GetArrayItem(at(r, "tokens"), 3), now);
+    write_sealed(L, e.L); /* re-sealed: not the seal guard */
+    cJSON_Delete(L);
+    char extra[64];
+    snprintf(extra, sizeof extra, "--require-strict %d", N_STRICT);
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --model '%s' --out '%s' --junit '%s' "
+                    "%s", VT_BIN, e.L, e.O, model, e.R, e.J, extra);
+    cr_assert_eq(rc, 1, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    const cJSON *p4 = report_prompt(r, 4);
+    cr_assert_str_eq(get(p4, "class")->valuestring, "failed");
+    const cJSON *fd = get(p4, "first_divergence");
+    cr_assert_eq(get(fd, "position")->valuedouble, 3);
+    cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, now);
+    cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, was);
+    cr_assert_gt(get(fd, "gap_mnats")->valuedouble, 500);
+    cr_assert_eq(get(get(r, "totals"), "strict")->valuedouble, N_STRICT - 1);
+    cr_assert_eq(get(get(r, "totals"), "failed")->valuedouble, 1);
+    cr_assert(cJSON_IsFalse(get(get(r, "gate"), "passed")));
+    /* Distributions compare only over identical prefixes: prompt 4 up to
+     * and including its divergence at position 3. */
+    cr_assert_eq(get(get(r, "metrics"), "positions")->valuedouble, (N_STRICT - 1) * 16 + 4);
+    cJSON_Delete(r);
+    check_junit(e.J, N_STRICT, 1);
+    cr_assert(strstr(e.cmd_out, "p04     failed             3"), "%s", e.cmd_out);
+    teardown(&e);
+}

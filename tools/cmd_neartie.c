@@ -1,0 +1,164 @@
+/* vt neartie (vt-neartie): a local capture against an oracle capture under
+ * the near-tie rule, with the oracle's actual-prefix scores; guards, report,
+ * JUnit and the CI gate (compare/neartie_report.h). */
+#include "cmds.h"
+
+#include "../common/vt_parse.h"
+#include "../compare/neartie_report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: vt-neartie --local L.json --oracle O.json\n"
+    "                  (--prefix-scores S.json | --score-with llamacpp --model X.gguf [--threads N]\n"
+    "                   [--scores-out S.json])\n"
+    "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--overwrite]\n"
+    "                  [--require-strict N] [--max-failed N] [--allow-diff FIELD]...\n"
+    "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N]\n"
+    "\n"
+    "Scores the local capture's repeat-0 token streams against the oracle capture's under the\n"
+    "near-tie rule. The oracle's actual-prefix scores (the oracle teacher-forced on the local\n"
+    "streams: vt-capture --score-prefix-of L.json) come from --prefix-scores, or are computed\n"
+    "here by --score-with RUNNER on --model with the oracle's resolved settings. At each position\n"
+    "gap = logp(oracle argmax) - logp(local token), in milli-nats. A prompt is strict (same\n"
+    "tokens), near-tie-only (not strict, every gap <= --threshold-mnats) or failed.\n"
+    "\n"
+    "Before anything is scored every input's seal and schema are checked, and the guards refuse\n"
+    "(exit 2, one line each) runs with errors, different prompt sets, models, vocabularies,\n"
+    "repeat counts, non-greedy sampling, different mode / cache dtype / matmul (or other than\n"
+    "--mode/--cache-dtype/--matmul declare), different capacity (n_ctx, max_tokens) or other\n"
+    "settings, different workloads, repeats that differ, and prefix scores not bound to the local\n"
+    "capture or not computed by the oracle's runner, model and configuration. --allow-diff FIELD\n"
+    "lets FIELD differ on purpose (model.files, model.arch, model.revision, model.gguf,\n"
+    "repetitions, mode, cache_dtype, matmul, n_ctx, max_tokens, threads, n_batch, seed,\n"
+    "logprobs_top_k, sampling.top_k, sampling.top_p, sampling.min_p, determinism, scorer); the\n"
+    "report records it. Where both captures have full-logits side files, KL(oracle||local) and\n"
+    "related metrics are computed over the positions whose prefixes are identical.\n"
+    "\n"
+    "Prints a table on stdout; --out writes a sealed vt.neartie-report/1 (canonical JSON),\n"
+    "--junit a JUnit XML file (one test case per prompt), published together.\n"
+    "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
+    "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n";
+
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "vt-neartie: %s '%s': expected %s\n", opt, val ? val : "", expected);
+    return 2;
+}
+
+int vt_cmd_neartie(int argc, char **argv)
+{
+    vt_nt_opts o;
+    vt_nt_opts_default(&o);
+    const char *allow[64];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--overwrite") == 0) {
+            o.overwrite = 1;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return bad(a, "", "a value after the option");
+        int64_t n;
+        if (strcmp(a, "--local") == 0)
+            o.local = v;
+        else if (strcmp(a, "--oracle") == 0)
+            o.oracle = v;
+        else if (strcmp(a, "--prefix-scores") == 0)
+            o.prefix_scores = v;
+        else if (strcmp(a, "--score-with") == 0)
+            o.score_with = v;
+        else if (strcmp(a, "--model") == 0)
+            o.model = v;
+        else if (strcmp(a, "--out") == 0 || strcmp(a, "-o") == 0)
+            o.out = v;
+        else if (strcmp(a, "--junit") == 0)
+            o.junit = v;
+        else if (strcmp(a, "--scores-out") == 0)
+            o.scores_out = v;
+        else if (strcmp(a, "--threshold-mnats") == 0) {
+            char *end;
+            double t = strtod(v, &end);
+            if (!*v || *end || !(t >= 0) || !isfinite(t))
+                return bad(a, v, "a finite number >= 0 (milli-nats)");
+            o.threshold_mnats = t;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!vt_parse_i64(v, 1, 256, &n))
+                return bad(a, v, "an integer in 1..256");
+            o.threads = (int32_t)n;
+        } else if (strcmp(a, "--require-strict") == 0 || strcmp(a, "--max-failed") == 0) {
+            if (!vt_parse_i64(v, 0, INT32_MAX, &n))
+                return bad(a, v, "a non-negative integer");
+            *(strcmp(a, "--max-failed") == 0 ? &o.max_failed : &o.require_strict) = (int32_t)n;
+        } else if (strcmp(a, "--top-gaps") == 0) {
+            if (!vt_parse_i64(v, 0, 1000, &n))
+                return bad(a, v, "an integer in 0..1000");
+            o.top_gaps = (int32_t)n;
+        } else if (strcmp(a, "--allow-diff") == 0) {
+            if (o.guard.n_allow == (int)(sizeof allow / sizeof allow[0]))
+                return bad(a, v, "at most 64 of them");
+            allow[o.guard.n_allow++] = v;
+            o.guard.allow = allow;
+        } else if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "production") && strcmp(v, "eager"))
+                return bad(a, v, "production or eager (the mode both captures must have resolved)");
+            o.guard.mode = v;
+        } else if (strcmp(a, "--cache-dtype") == 0) {
+            if (strcmp(v, "f32") && strcmp(v, "bf16") && strcmp(v, "fp8_e4m3"))
+                return bad(a, v, "f32, bf16 or fp8_e4m3 (the resolved cache dtype both captures must have)");
+            o.guard.cache_dtype = v;
+        } else if (strcmp(a, "--matmul") == 0) {
+            if (strcmp(v, "exact") && strcmp(v, "q8"))
+                return bad(a, v, "exact or q8 (the compute path both captures must have resolved)");
+            o.guard.matmul = v;
+        } else
+            return bad("option", a, "one of the options in 'vt-neartie --help'");
+    }
+
+    vt_error err;
+    vt_error_clear(&err);
+    vt_neartie *c = vt_nt_open(&o, &err);
+    if (!c) {
+        fprintf(stderr, "vt-neartie: %s\n", err.msg);
+        return 2;
+    }
+    int rc = vt_nt_guard(c, &err);
+    if (rc) {
+        fprintf(stderr, "vt-neartie: %s\n", err.msg);
+        vt_nt_free(c);
+        return 2;
+    }
+    if (vt_nt_n_refusals(c)) {
+        for (int i = 0; i < vt_nt_n_refusals(c); i++)
+            fprintf(stderr, "vt-neartie: refused: %s\n", vt_nt_refusal(c, i));
+        vt_nt_free(c);
+        return 2;
+    }
+    rc = vt_nt_compare(c, &err);
+    if (rc == VT_OK)
+        rc = vt_nt_publish(c, &err);
+    if (rc) {
+        fprintf(stderr, "vt-neartie: %s\n", err.msg);
+        vt_nt_free(c);
+        return 2;
+    }
+    fputs(vt_nt_table(c), stdout);
+    if (o.out)
+        printf("wrote %s (vt.neartie-report/1)\n", o.out);
+    if (o.junit)
+        printf("wrote %s (JUnit)\n", o.junit);
+    if (o.scores_out)
+        printf("wrote %s (vt.prefix-scores/1)\n", o.scores_out);
+    vt_nt_totals t;
+    vt_nt_totals_get(c, &t);
+    vt_nt_free(c);
+    return t.gate_passed ? 0 : 1;
+}
