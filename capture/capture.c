@@ -7,7 +7,7 @@
 #include "prompts.h"
 
 #include "../engine/codec.h"
-#include "../engine/gguf.h"
+#include "../engine/gguf_file.h"
 #include "../engine/tokenizer.h"
 #include "../provenance/provenance.h"
 

@@ -5,7 +5,7 @@
  * to an offset that could wrap), and products use the overflow builtins.
  * Integers are decoded from little-endian bytes explicitly, so neither host
  * byte order nor alignment of the mapping matters. */
-#include "gguf.h"
+#include "gguf_file.h"
 #include "codec.h"
 
 #include <errno.h>

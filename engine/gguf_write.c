@@ -3,7 +3,7 @@
  * is decoded and re-encoded on that path. Tensor data is a borrowed data
  * section (from writer_from) followed by an owned buffer of appended
  * tensors; offsets are relative to the data section, as in the file. */
-#include "gguf.h"
+#include "gguf_file.h"
 #include "codec.h"
 
 #include <errno.h>

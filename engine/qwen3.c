@@ -20,7 +20,7 @@
 #endif
 
 #include "codec.h"
-#include "gguf.h"
+#include "gguf_file.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
-#include "gguf.h"
+#include "gguf_file.h"
 
 typedef struct vt_tokenizer vt_tokenizer;
 

@@ -7,7 +7,7 @@
 
 #include "common/vt_rng.h"
 #include "engine/codec.h"
-#include "engine/gguf.h"
+#include "engine/gguf_file.h"
 #include "engine/qwen3.h"
 #include "engine/runner.h"
 #include "oracle/codec_check.h"

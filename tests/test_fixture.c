@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "engine/codec.h"
-#include "engine/gguf.h"
+#include "engine/gguf_file.h"
 #include "engine/tokenizer.h"
 #include "fixtures/fixture.h"
 #include "oracle/ggml_codec.h"

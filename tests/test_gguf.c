@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "engine/codec.h"
-#include "engine/gguf.h"
+#include "engine/gguf_file.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

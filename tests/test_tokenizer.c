@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "common/vt_rng.h"
-#include "engine/gguf.h"
+#include "engine/gguf_file.h"
 #include "engine/tokenizer.h"
 #include "oracle/llamacpp_vocab.h"
 

@@ -4,7 +4,7 @@
 
 #include "../common/vt_parse.h"
 #include "../compare/agree.h"
-#include "../engine/gguf.h"
+#include "../engine/gguf_file.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 #include "runner_opts.h"

@@ -10,7 +10,7 @@
 
 #include "common/vt_error.h"
 #include "engine/codec.h"
-#include "engine/gguf.h"
+#include "engine/gguf_file.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -3,7 +3,7 @@
 #include "cmds.h"
 
 #include "../common/vt_parse.h"
-#include "../engine/gguf.h"
+#include "../engine/gguf_file.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 #include "runner_opts.h"
