@@ -2,39 +2,14 @@
 #include "canonical_json.h"
 
 #include <math.h>
+#include "../common/vt_sbuf.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
 
-static void put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
 int vt_utf8_valid(const char *s, size_t n)
 {
@@ -91,10 +66,10 @@ void vt_canonical_number(double v, char *buf)
     snprintf(buf, 32, "%lld", (long long)v);
 }
 
-static void put_string(sbuf *b, const char *s)
+static void put_string(vt_sbuf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
-    puts_(b, "\"");
+    vt_sbuf_puts(b, "\"");
     size_t run = 0; /* bytes written as they are, flushed in one put */
     const char *start = s;
     for (const char *p = s; *p; p++) {
@@ -116,37 +91,37 @@ static void put_string(sbuf *b, const char *s)
             }
         }
         if (esc) {
-            put(b, start, run);
-            puts_(b, esc);
+            vt_sbuf_add(b, start, run);
+            vt_sbuf_puts(b, esc);
             start = p + 1;
             run = 0;
         } else {
             run++;
         }
     }
-    put(b, start, run);
-    puts_(b, "\"");
+    vt_sbuf_add(b, start, run);
+    vt_sbuf_puts(b, "\"");
 }
 
 /* path: the JSON path of v for messages ("$.runs[3].topk"). */
-static int write_value(sbuf *b, const cJSON *v, char *path, size_t plen, size_t cap, vt_error *err)
+static int write_value(vt_sbuf *b, const cJSON *v, char *path, size_t plen, size_t cap, vt_error *err)
 {
     char num[32];
     switch (v->type & 0xff) {
     case cJSON_NULL:
-        puts_(b, "null");
+        vt_sbuf_puts(b, "null");
         return VT_OK;
     case cJSON_False:
-        puts_(b, "false");
+        vt_sbuf_puts(b, "false");
         return VT_OK;
     case cJSON_True:
-        puts_(b, "true");
+        vt_sbuf_puts(b, "true");
         return VT_OK;
     case cJSON_Number:
         if (!isfinite(v->valuedouble))
             return vt_error_set(err, VT_EINPUT, "%s: %g: expected a finite number", path, v->valuedouble);
         vt_canonical_number(v->valuedouble, num);
-        puts_(b, num);
+        vt_sbuf_puts(b, num);
         return VT_OK;
     case cJSON_String:
     case cJSON_Raw:
@@ -155,22 +130,22 @@ static int write_value(sbuf *b, const cJSON *v, char *path, size_t plen, size_t 
         put_string(b, v->valuestring);
         return VT_OK;
     case cJSON_Array: {
-        puts_(b, "[");
+        vt_sbuf_puts(b, "[");
         int i = 0;
         for (const cJSON *e = v->child; e; e = e->next, i++) {
             if (i)
-                puts_(b, ",");
+                vt_sbuf_puts(b, ",");
             snprintf(path + plen, cap - plen, "[%d]", i);
             int rc = write_value(b, e, path, strlen(path), cap, err);
             path[plen] = '\0';
             if (rc)
                 return rc;
         }
-        puts_(b, "]");
+        vt_sbuf_puts(b, "]");
         return VT_OK;
     }
     case cJSON_Object: {
-        puts_(b, "{");
+        vt_sbuf_puts(b, "{");
         for (const cJSON *e = v->child; e; e = e->next) {
             if (!e->string || !vt_utf8_valid(e->string, strlen(e->string)))
                 return vt_error_set(err, VT_EINPUT, "%s: a key: expected a valid UTF-8 string", path);
@@ -179,16 +154,16 @@ static int write_value(sbuf *b, const cJSON *v, char *path, size_t plen, size_t 
                     return vt_error_set(err, VT_EINPUT, "%s: key '%s' twice: expected unique keys", path,
                                         e->string);
             if (e != v->child)
-                puts_(b, ",");
+                vt_sbuf_puts(b, ",");
             put_string(b, e->string);
-            puts_(b, ":");
+            vt_sbuf_puts(b, ":");
             snprintf(path + plen, cap - plen, ".%s", e->string);
             int rc = write_value(b, e, path, strlen(path), cap, err);
             path[plen] = '\0';
             if (rc)
                 return rc;
         }
-        puts_(b, "}");
+        vt_sbuf_puts(b, "}");
         return VT_OK;
     }
     }
@@ -197,7 +172,7 @@ static int write_value(sbuf *b, const cJSON *v, char *path, size_t plen, size_t 
 
 char *vt_canonical_json(const cJSON *v, size_t *len, vt_error *err)
 {
-    sbuf b = { 0 };
+    vt_sbuf b = { 0 };
     char path[512] = "$";
     int rc = write_value(&b, v, path, 1, sizeof path, err);
     if (rc == VT_OK && (b.oom || !b.p))

@@ -7,7 +7,8 @@
 #include "../capture/canonical_json.h"
 #include "../capture/capture.h"
 #include "../common/vt_publish.h"
-#include "../engine/gguf.h"
+#include "../common/vt_sbuf.h"
+#include "../engine/gguf_file.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 
@@ -62,61 +63,6 @@ struct vt_neartie {
 };
 
 /* ------------------------------------------------------------ strings */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = 1;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
 
 /* Bytes as printable UTF-8: \n \r \t \\ \" escaped, other control bytes
  * and bytes that are not UTF-8 as \xNN. */
@@ -579,24 +525,24 @@ static int build_report(vt_neartie *c, vt_error *err)
 
 /* XML text: entities for markup, character references for the whitespace
  * an attribute would lose, \xNN for what XML 1.0 cannot carry. */
-static void xml_put(sbuf *b, const char *s)
+static void xml_put(vt_sbuf *b, const char *s)
 {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         switch (ch) {
-        case '&': sb_puts(b, "&amp;"); break;
-        case '<': sb_puts(b, "&lt;"); break;
-        case '>': sb_puts(b, "&gt;"); break;
-        case '"': sb_puts(b, "&quot;"); break;
-        case '\'': sb_puts(b, "&apos;"); break;
-        case '\n': sb_puts(b, "&#10;"); break;
-        case '\r': sb_puts(b, "&#13;"); break;
-        case '\t': sb_puts(b, "&#9;"); break;
+        case '&': vt_sbuf_puts(b, "&amp;"); break;
+        case '<': vt_sbuf_puts(b, "&lt;"); break;
+        case '>': vt_sbuf_puts(b, "&gt;"); break;
+        case '"': vt_sbuf_puts(b, "&quot;"); break;
+        case '\'': vt_sbuf_puts(b, "&apos;"); break;
+        case '\n': vt_sbuf_puts(b, "&#10;"); break;
+        case '\r': vt_sbuf_puts(b, "&#13;"); break;
+        case '\t': vt_sbuf_puts(b, "&#9;"); break;
         default:
             if (ch < 0x20 || ch == 0x7f)
-                sb_printf(b, "\\x%02x", ch);
+                vt_sbuf_printf(b, "\\x%02x", ch);
             else
-                sb_put(b, s, 1);
+                vt_sbuf_add(b, s, 1);
         }
     }
 }
@@ -622,13 +568,13 @@ static int build_junit(vt_neartie *c, vt_error *err)
 {
     const vt_doc *L = &c->doc[LOCAL];
     const vt_nt_totals *t = &c->totals;
-    sbuf b = { 0 };
+    vt_sbuf b = { 0 };
     char line[1400], suite[600];
     snprintf(suite, sizeof suite, "vt-neartie %s vs %s", base_name(c->o.local), base_name(c->o.oracle));
-    sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"vt-neartie\" tests=\"%d\" "
+    vt_sbuf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"vt-neartie\" tests=\"%d\" "
               "failures=\"%d\" errors=\"0\">\n  <testsuite name=\"", t->prompts, t->failed);
     xml_put(&b, suite);
-    sb_printf(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"0\" time=\"0\">\n    <properties>\n",
+    vt_sbuf_printf(&b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"0\" time=\"0\">\n    <properties>\n",
               t->prompts, t->failed);
     char v[64];
     snprintf(v, sizeof v, "%g", c->o.threshold_mnats);
@@ -637,29 +583,29 @@ static int build_junit(vt_neartie *c, vt_error *err)
                                { "oracle_seal", c->doc[ORACLE].seal.hex },
                                { "prefix_scores_seal", c->doc[SCORES].seal.hex } };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
-        sb_printf(&b, "      <property name=\"%s\" value=\"%s\"/>\n", props[i][0], props[i][1]);
-    sb_puts(&b, "    </properties>\n");
+        vt_sbuf_printf(&b, "      <property name=\"%s\" value=\"%s\"/>\n", props[i][0], props[i][1]);
+    vt_sbuf_puts(&b, "    </properties>\n");
     for (int32_t p = 0; p < L->n_prompts; p++) {
         const vt_nt_prompt_result *x = &c->res[p];
-        sb_puts(&b, "    <testcase classname=\"vt-neartie\" name=\"");
+        vt_sbuf_puts(&b, "    <testcase classname=\"vt-neartie\" name=\"");
         xml_put(&b, c->ids[p]);
-        sb_puts(&b, "\" time=\"0\"");
+        vt_sbuf_puts(&b, "\" time=\"0\"");
         divergence_text(c, p, line, sizeof line);
         if (x->cls == VT_PROMPT_STRICT) {
-            sb_puts(&b, "/>\n");
+            vt_sbuf_puts(&b, "/>\n");
         } else if (x->cls == VT_PROMPT_NEAR_TIE) {
-            sb_puts(&b, ">\n      <system-out>");
+            vt_sbuf_puts(&b, ">\n      <system-out>");
             xml_put(&b, line);
-            sb_puts(&b, "</system-out>\n    </testcase>\n");
+            vt_sbuf_puts(&b, "</system-out>\n    </testcase>\n");
         } else {
-            sb_puts(&b, ">\n      <failure type=\"near-tie\" message=\"");
+            vt_sbuf_puts(&b, ">\n      <failure type=\"near-tie\" message=\"");
             xml_put(&b, line);
-            sb_puts(&b, "\">");
+            vt_sbuf_puts(&b, "\">");
             xml_put(&b, line);
-            sb_puts(&b, "</failure>\n    </testcase>\n");
+            vt_sbuf_puts(&b, "</failure>\n    </testcase>\n");
         }
     }
-    sb_puts(&b, "  </testsuite>\n</testsuites>\n");
+    vt_sbuf_puts(&b, "  </testsuite>\n</testsuites>\n");
     if (b.oom || !b.p) {
         free(b.p);
         return vt_error_set(err, VT_EINPUT, "junit: out of memory");
@@ -673,7 +619,7 @@ static int build_table(vt_neartie *c, vt_error *err)
 {
     const vt_doc *L = &c->doc[LOCAL];
     const vt_nt_totals *t = &c->totals;
-    sbuf b = { 0 };
+    vt_sbuf b = { 0 };
     int w = 6; /* the id column: as wide as the widest id, up to 32 */
     for (int32_t p = 0; p < L->n_prompts; p++) {
         int n = (int)strlen(c->ids[p]);
@@ -685,9 +631,9 @@ static int build_table(vt_neartie *c, vt_error *err)
     else
         snprintf(scores, sizeof scores, "prefix scores by --score-with %.300s%s%.300s", c->o.score_with,
                  c->o.scores_out ? " into " : "", c->o.scores_out ? c->o.scores_out : "");
-    sb_printf(&b, "vt-neartie: local %s, oracle %s, %s; threshold %g milli-nats\n", c->o.local, c->o.oracle, scores,
+    vt_sbuf_printf(&b, "vt-neartie: local %s, oracle %s, %s; threshold %g milli-nats\n", c->o.local, c->o.oracle, scores,
               c->o.threshold_mnats);
-    sb_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10s\n", w, "prompt", "class", "first", "local token",
+    vt_sbuf_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10s\n", w, "prompt", "class", "first", "local token",
               "oracle token", "gap", "max gap");
     for (int32_t p = 0; p < L->n_prompts; p++) {
         const vt_nt_prompt_result *x = &c->res[p];
@@ -699,18 +645,18 @@ static int build_table(vt_neartie *c, vt_error *err)
             tok_show(c, x->oracle_token, ot, sizeof ot);
             snprintf(gap, sizeof gap, "%.3f", x->first_gap_mnats);
         }
-        sb_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10.3f\n", w, id, vt_prompt_class_name(x->cls), first,
+        vt_sbuf_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10.3f\n", w, id, vt_prompt_class_name(x->cls), first,
                   lt, ot, gap, x->max_gap_mnats);
     }
-    sb_printf(&b, "totals: %d prompts: %d strict, %d near-tie-only, %d failed; %lld positions: %lld zero gaps, %lld "
+    vt_sbuf_printf(&b, "totals: %d prompts: %d strict, %d near-tie-only, %d failed; %lld positions: %lld zero gaps, %lld "
               "within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict, t->near_tie, t->failed,
               (long long)t->positions, (long long)t->zero_gaps, (long long)t->within_gaps, c->o.threshold_mnats,
               (long long)t->above_gaps, t->max_gap_mnats);
     if (t->scorer_disagreements)
-        sb_printf(&b, "note: at %lld positions with identical prefixes the prefix scores' argmax is not the oracle "
+        vt_sbuf_printf(&b, "note: at %lld positions with identical prefixes the prefix scores' argmax is not the oracle "
                   "capture's token\n", (long long)t->scorer_disagreements);
     if (c->n_top) {
-        sb_printf(&b, "largest gaps:\n");
+        vt_sbuf_printf(&b, "largest gaps:\n");
         for (int32_t k = 0; k < c->n_top; k++) {
             const gap_entry *g = &c->top[k];
             const int32_t *lt = L->tokens + L->off[g->prompt];
@@ -718,43 +664,43 @@ static int build_table(vt_neartie *c, vt_error *err)
             display(c->ids[g->prompt], strlen(c->ids[g->prompt]), id, sizeof id);
             tok_show(c, lt[g->position], a, sizeof a);
             tok_show(c, c->doc[SCORES].argmax[c->doc[SCORES].off[g->prompt] + g->position], o, sizeof o);
-            sb_printf(&b, "  %s position %d: gap %.3f milli-nats: local %s, oracle prefers %s; preceded by:", id,
+            vt_sbuf_printf(&b, "  %s position %d: gap %.3f milli-nats: local %s, oracle prefers %s; preceded by:", id,
                       g->position, g->gap, a, o);
             for (int32_t i = g->position - c->o.context < 0 ? 0 : g->position - c->o.context; i < g->position; i++) {
                 tok_show(c, lt[i], a, sizeof a);
-                sb_printf(&b, " %s", a);
+                vt_sbuf_printf(&b, " %s", a);
             }
-            sb_puts(&b, "\n");
+            vt_sbuf_puts(&b, "\n");
         }
     }
     const vt_nt_metrics *m = &c->metrics;
     if (m->available) {
-        sb_printf(&b, "metrics over %lld positions with identical prefixes (%d prompts; later positions follow "
+        vt_sbuf_printf(&b, "metrics over %lld positions with identical prefixes (%d prompts; later positions follow "
                   "different prefixes):\n", (long long)m->positions, m->prompts);
-        sb_printf(&b, "  KL(oracle||local) mean %.6g +- %.2g, median %.6g, p99 %.6g, max %.6g (prompt %d position %d)\n",
+        vt_sbuf_printf(&b, "  KL(oracle||local) mean %.6g +- %.2g, median %.6g, p99 %.6g, max %.6g (prompt %d position %d)\n",
                   m->kld_mean, m->kld_mean_unc, m->kld_median, m->kld_p99, m->kld_max, m->kld_max_prompt,
                   m->kld_max_position);
-        sb_printf(&b, "  top-1 agreement %.4f; max |dlogit| %.6g; max |dlogprob| %.6g; RMS dp %.6g, max |dp| %.6g\n",
+        vt_sbuf_printf(&b, "  top-1 agreement %.4f; max |dlogit| %.6g; max |dlogprob| %.6g; RMS dp %.6g, max |dp| %.6g\n",
                   m->top1_agreement, m->max_abs_dlogit, m->max_abs_dlogprob, m->rms_dp, m->max_abs_dp);
     } else {
-        sb_printf(&b, "metrics: not available: %s\n", m->reason);
+        vt_sbuf_printf(&b, "metrics: not available: %s\n", m->reason);
     }
-    sb_printf(&b, "token text: %s\n", c->tok_note);
+    vt_sbuf_printf(&b, "token text: %s\n", c->tok_note);
     for (const cJSON *d = c->allowed->child; d; d = d->next) {
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(d, "left"), *r = cJSON_GetObjectItemCaseSensitive(d, "right");
-        sb_printf(&b, "allowed difference: %s: %s %s", cJSON_GetObjectItemCaseSensitive(d, "field")->valuestring,
+        vt_sbuf_printf(&b, "allowed difference: %s: %s %s", cJSON_GetObjectItemCaseSensitive(d, "field")->valuestring,
                   cJSON_GetObjectItemCaseSensitive(l, "file")->valuestring,
                   cJSON_GetObjectItemCaseSensitive(l, "value")->valuestring);
         if (cJSON_IsObject(r))
-            sb_printf(&b, ", %s %s", cJSON_GetObjectItemCaseSensitive(r, "file")->valuestring,
+            vt_sbuf_printf(&b, ", %s %s", cJSON_GetObjectItemCaseSensitive(r, "file")->valuestring,
                       cJSON_GetObjectItemCaseSensitive(r, "value")->valuestring);
-        sb_puts(&b, "\n");
+        vt_sbuf_puts(&b, "\n");
     }
-    sb_printf(&b, "gate: --require-strict %d --max-failed %d: %s", c->o.require_strict, c->o.max_failed,
+    vt_sbuf_printf(&b, "gate: --require-strict %d --max-failed %d: %s", c->o.require_strict, c->o.max_failed,
               t->gate_passed ? "passed" : "FAILED");
     for (int i = 0; i < c->n_gate_reasons; i++)
-        sb_printf(&b, "%s%s", i ? "; " : " (", c->gate_reasons[i]);
-    sb_printf(&b, "%s\n", c->n_gate_reasons ? ")" : "");
+        vt_sbuf_printf(&b, "%s%s", i ? "; " : " (", c->gate_reasons[i]);
+    vt_sbuf_printf(&b, "%s\n", c->n_gate_reasons ? ")" : "");
     if (b.oom || !b.p) {
         free(b.p);
         return vt_error_set(err, VT_EINPUT, "table: out of memory");

@@ -54,17 +54,7 @@ long vt_prov_b64_decode(const char *s, size_t len, unsigned char *out, size_t ca
 const EVP_MD *vt_prov_md_by_name(const char *name, size_t len);
 
 /* ---- strings ---- */
-typedef struct vt_sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} vt_sbuf;
-void vt_sbuf_add(vt_sbuf *b, const char *s, size_t n);
-void vt_sbuf_puts(vt_sbuf *b, const char *s);
-void vt_sbuf_printf(vt_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void vt_sbuf_json_str(vt_sbuf *b, const char *s); /* quoted, escaped JSON string */
-/* Returns the text (caller frees) or NULL when any append ran out of memory. */
-char *vt_sbuf_take(vt_sbuf *b);
+#include "../common/vt_sbuf.h"
 
 typedef struct vt_lines {
     char **v;
