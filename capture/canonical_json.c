@@ -196,3 +196,26 @@ int vt_canonical_sha256(const cJSON *v, vt_sha256_hex *out, vt_error *err)
     free(s);
     return rc ? vt_error_set(err, VT_EINPUT, "canonical JSON: SHA-256 failed") : VT_OK;
 }
+
+int vt_canonical_seal(cJSON *doc, vt_sha256_hex *seal, char **text, size_t *len, vt_error *err)
+{
+    int rc = vt_canonical_sha256(doc, seal, err);
+    if (rc)
+        return rc;
+    if (!cJSON_AddStringToObject(doc, "seal", seal->hex))
+        return vt_error_set(err, VT_EINPUT, "seal: out of memory");
+    size_t n;
+    char *s = vt_canonical_json(doc, &n, err);
+    if (!s)
+        return err && err->code ? err->code : VT_EINPUT;
+    char *t = realloc(s, n + 2);
+    if (!t) {
+        free(s);
+        return vt_error_set(err, VT_EINPUT, "seal: out of memory");
+    }
+    t[n] = '\n';
+    t[n + 1] = '\0';
+    *text = t;
+    *len = n + 1;
+    return VT_OK;
+}

@@ -36,6 +36,11 @@ char *vt_canonical_json(const cJSON *v, size_t *len, vt_error *err);
 /* SHA-256 of the canonical text of v. */
 int vt_canonical_sha256(const cJSON *v, vt_sha256_hex *out, vt_error *err);
 
+/* Seals a document: its "seal" is the SHA-256 of its canonical text so far,
+ * appended as the last member; *text (malloc'd) is then the canonical text
+ * plus a newline, as sealed files are written. */
+int vt_canonical_seal(cJSON *doc, vt_sha256_hex *seal, char **text, size_t *len, vt_error *err);
+
 /* The canonical text of a finite number (buf: at least 32 bytes). */
 void vt_canonical_number(double v, char *buf);
 

@@ -1323,22 +1323,7 @@ int vt_capture_run(vt_capture *c, vt_error *err)
         rc = workload_sha(doc, &c->workload_seal, err);
         if (rc == VT_OK) {
             add_str(doc, "workload_seal", c->workload_seal.hex);
-            rc = vt_canonical_sha256(doc, &c->seal, err);
-        }
-        if (rc == VT_OK) {
-            add_str(doc, "seal", c->seal.hex);
-            size_t n;
-            char *s = vt_canonical_json(doc, &n, err);
-            char *t = s ? realloc(s, n + 2) : NULL;
-            if (!t) {
-                free(s);
-                rc = err && err->code ? err->code : vt_error_set(err, VT_EINPUT, "capture: out of memory");
-            } else {
-                t[n] = '\n';
-                t[n + 1] = '\0';
-                c->text = t;
-                c->text_len = n + 1;
-            }
+            rc = vt_canonical_seal(doc, &c->seal, &c->text, &c->text_len, err);
         }
     }
     c->sum.n_prompts = c->prompts.n;

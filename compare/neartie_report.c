@@ -503,22 +503,7 @@ static int build_report(vt_neartie *c, vt_error *err)
 
     /* Sealed like a capture: the canonical JSON of everything above. */
     vt_sha256_hex seal;
-    int rc = vt_canonical_sha256(r, &seal, err);
-    if (rc == VT_OK) {
-        cJSON_AddStringToObject(r, "seal", seal.hex);
-        size_t n;
-        char *s = vt_canonical_json(r, &n, err);
-        char *grown = s ? realloc(s, n + 2) : NULL;
-        if (!grown) {
-            free(s);
-            rc = err && err->code ? err->code : vt_error_set(err, VT_EINPUT, "report: out of memory");
-        } else {
-            grown[n] = '\n';
-            grown[n + 1] = '\0';
-            c->report = grown;
-            c->report_len = n + 1;
-        }
-    }
+    int rc = vt_canonical_seal(r, &seal, &c->report, &c->report_len, err);
     cJSON_Delete(r);
     return rc;
 }

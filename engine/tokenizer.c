@@ -1138,3 +1138,19 @@ int32_t vt_tokenizer_eot(const vt_tokenizer *t) { return t->role[ROLE_EOT]; }
 int32_t vt_tokenizer_pad(const vt_tokenizer *t) { return t->role[ROLE_PAD]; }
 int vt_tokenizer_add_bos(const vt_tokenizer *t) { return t->add_bos; }
 int vt_tokenizer_add_eos(const vt_tokenizer *t) { return t->add_eos; }
+
+vt_tokenizer *vt_tokenizer_open_file(const char *path, vt_error *err)
+{
+    vt_gguf *g = vt_gguf_open(path, err);
+    if (!g)
+        return NULL;
+    vt_tokenizer *t = vt_tokenizer_open(g, err);
+    vt_gguf_free(g);
+    if (!t && err) {
+        /* Name the file: the tokenizer's own messages name only the key. */
+        char msg[sizeof err->msg];
+        memcpy(msg, err->msg, sizeof msg);
+        vt_error_set(err, err->code ? err->code : VT_EINPUT, "%s: %s", path, msg);
+    }
+    return t;
+}

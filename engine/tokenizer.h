@@ -39,6 +39,8 @@ enum {
 /* Build from g's metadata. Everything needed is copied: g may be freed
  * afterwards. NULL on failure with err set (VT_EINPUT). */
 vt_tokenizer *vt_tokenizer_open(const vt_gguf *g, vt_error *err);
+/* The same from a GGUF file's path (opened, read, closed). */
+vt_tokenizer *vt_tokenizer_open_file(const char *path, vt_error *err);
 void vt_tokenizer_free(vt_tokenizer *t);
 
 /* text[0..len) -> token ids. add_special: prepend BOS / append EOS where the

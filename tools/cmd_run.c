@@ -156,15 +156,9 @@ int vt_cmd_run(int argc, char **argv)
     vt_error err;
     vt_error_clear(&err);
     /* vt's tokenizer reads the same GGUF: text in, and token texts out. */
-    vt_gguf *g = vt_gguf_open(s.model_path, &err);
-    if (!g) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    vt_tokenizer *tok = vt_tokenizer_open(g, &err);
-    vt_gguf_free(g);
+    vt_tokenizer *tok = vt_tokenizer_open_file(s.model_path, &err);
     if (!tok) {
-        fprintf(stderr, "%s: %s\n", s.model_path, err.msg);
+        fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
     int32_t *prompt = NULL, *cont = NULL, n_prompt = 0, n_cont = 0;
