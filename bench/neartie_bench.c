@@ -4,16 +4,19 @@
  *
  * For each size (default 1000,2000,5000,10000 prompts x 256 tokens, top-20
  * log-probs per position, one repeat) it writes three synthetic, properly
- * sealed documents in canonical JSON (a local and an oracle vt.capture/1 and
- * the oracle's vt.prefix-scores/1) under $TMPDIR (or /tmp), then times what
- * vt-neartie does with them: reading and verifying the three inputs (seals,
- * schema, canonical form), the guards, classification, the report, JUnit
- * and table, and publishing the report and JUnit files. Every 50th prompt
+ * sealed documents in canonical JSON (a local and an oracle vt.capture/1,
+ * each with its vt.topk/1 side file of top-20 log-probs, and the oracle's
+ * vt.prefix-scores/1) under $TMPDIR (or /tmp), then times what vt-neartie
+ * does with them: reading and verifying the five inputs (seals, schema,
+ * canonical form, the side files' SHA-256 and every entry), the guards,
+ * classification (with the top-k margins at each first divergence), the
+ * report, JUnit and table, and publishing the report and JUnit files. Every 50th prompt
  * diverges once with a 125 milli-nat gap (near-tie-only), every 500th with
  * a 600 milli-nat gap (failed); the counts are checked.
  *
- * Beside the total it prints the parts (one document read alone, and plain
- * SHA-256 of the same bytes, the floor any verification of the seals has;
+ * Beside the total it prints the parts (one capture and its side file read
+ * alone, and plain SHA-256 of all five inputs' bytes on one thread, the
+ * floor any verification of them has before threads;
  * reading all three, guards, compare, publish), the CPU seconds of the
  * end-to-end part (all threads: steadier than wall time on a shared
  * machine), the input size, and the time per prompt, to show how it
@@ -21,6 +24,7 @@
  * cache. */
 #include "capture/canonical_json.h"
 #include "capture/capture.h"
+#include "capture/topk_file.h"
 #include "compare/capture_read.h"
 #include "compare/neartie_report.h"
 #include "provenance/provenance.h"
@@ -36,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { VOCAB = 151936, N_LP = 4096 };
+enum { VOCAB = 151936 };
 
 /* CPU seconds of the whole process, every thread (user + system). */
 static double cpu_now(void)
@@ -54,9 +58,6 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Canonical texts of log-prob values, computed once: the writer only copies. */
-static char lp_text[N_LP][32];
-static size_t lp_len[N_LP];
 
 typedef struct writer {
     FILE *f;
@@ -191,13 +192,76 @@ static cJSON *settings_json(int prefix, int n_ctx, int T)
 typedef struct doc_info {
     char seal[65], workload[65], file_sha[65];
     size_t size;
+    char topk_sha[65];
+    size_t topk_size;
 } doc_info;
+
+/* The capture's top-k side file (topk_file.h): at each position the
+ * stream's token first, then other ids, log-probs strictly decreasing. The
+ * oracle's lists also hold the local token second where the streams
+ * diverge, so the report's margins have both tokens. */
+static void write_topk(const char *path, int P, int T, int K, int oracle, doc_info *out)
+{
+    FILE *f = fopen(path, "wb");
+    EVP_MD_CTX *sha = EVP_MD_CTX_new();
+    unsigned char *buf = malloc((size_t)T * (size_t)K * VT_TOPK_ENTRY);
+    if (!f || !sha || !buf || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1) {
+        perror(path);
+        exit(2);
+    }
+    unsigned char h[VT_TOPK_HEADER] = { 'V', 'T', 'T', 'O', 'P', 'K', 0, 0, 1, 0, 0, 0 };
+    h[12] = (unsigned char)K;
+    h[13] = (unsigned char)(K >> 8);
+    size_t size = sizeof h;
+    EVP_DigestUpdate(sha, h, sizeof h);
+    fwrite(h, 1, sizeof h, f);
+    for (int p = 0; p < P; p++) {
+        unsigned char *q = buf;
+        for (int i = 0; i < T; i++) {
+            int32_t t = tok_at(p, i), other = -1;
+            if (oracle && diverges(p) && i >= DIVERGE_AT) {
+                other = t;
+                t = (t + 1 + i) % 150000;
+            }
+            for (int j = 0; j < K; j++, q += VT_TOPK_ENTRY) {
+                int32_t id = j == 0 ? t : j == 1 && other >= 0 ? other : (t + 7 * j) % VOCAB;
+                float lp = -0.25f - 0.125f * (float)j - 0.0001f * (float)((p + i) % 97);
+                uint32_t u, v = (uint32_t)id;
+                memcpy(&u, &lp, 4);
+                for (int b = 0; b < 4; b++) {
+                    q[b] = (unsigned char)(v >> (8 * b));
+                    q[4 + b] = (unsigned char)(u >> (8 * b));
+                }
+            }
+        }
+        size_t n = (size_t)(q - buf);
+        EVP_DigestUpdate(sha, buf, n);
+        if (fwrite(buf, 1, n, f) != n) {
+            perror(path);
+            exit(2);
+        }
+        size += n;
+    }
+    unsigned char md[32];
+    unsigned int mdn;
+    EVP_DigestFinal_ex(sha, md, &mdn);
+    hexstr(md, out->topk_sha);
+    out->topk_size = size;
+    fclose(f);
+    EVP_MD_CTX_free(sha);
+    free(buf);
+}
 
 /* Writes one document: its members but runs through cJSON and the
  * canonical writer, runs streamed; sealed as capture.h says. */
 static void write_doc(const char *path, int kind, int P, int T, int K, const char *runner, const doc_info *local,
                       const char *local_name, doc_info *out)
 {
+    char topk_path[300];
+    snprintf(topk_path, sizeof topk_path, "%.*s.topk", (int)strlen(path) - 5, path);
+    out->topk_size = 0;
+    if (kind == VT_DOC_CAPTURE)
+        write_topk(topk_path, P, T, K, strcmp(runner, "llamacpp") == 0, out);
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "schema", kind == VT_DOC_PREFIX ? VT_PREFIX_SCORES_SCHEMA : VT_CAPTURE_SCHEMA);
     cJSON *tool = cJSON_AddObjectToObject(d, "tool");
@@ -237,6 +301,14 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
     cJSON_AddItemToObject(d, "prompts", prompts_json(P));
     cJSON_AddArrayToObject(d, "runs");
     cJSON_AddNullToObject(d, "logits_file");
+    if (kind == VT_DOC_CAPTURE) {
+        cJSON *tf = cJSON_AddObjectToObject(d, "topk_file");
+        const char *slash = strrchr(topk_path, '/');
+        cJSON_AddStringToObject(tf, "name", slash ? slash + 1 : topk_path);
+        cJSON_AddNumberToObject(tf, "size", (double)out->topk_size);
+        cJSON_AddStringToObject(tf, "sha256", out->topk_sha);
+        cJSON_AddStringToObject(tf, "format", VT_TOPK_FORMAT);
+    }
     cJSON *det = cJSON_AddObjectToObject(d, "determinism");
     cJSON_AddNumberToObject(det, "repeats", 1);
     cJSON_AddBoolToObject(det, "identical_tokens", 1);
@@ -281,20 +353,6 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
             w_int(w, t);
         }
         if (kind == VT_DOC_CAPTURE) {
-            w_str(w, "],\"topk\":[");
-            for (int i = 0; i < T; i++) {
-                w_str(w, i ? ",[" : "[");
-                int32_t t = tok_at(p, i);
-                for (int j = 0; j < K; j++) {
-                    w_str(w, j ? ",{\"id\":" : "{\"id\":");
-                    w_int(w, j ? (t + 7 * j) % VOCAB : t);
-                    w_str(w, ",\"logprob\":");
-                    int k = (p * 131 + i * 17 + j * 3) % N_LP;
-                    w_put(w, lp_text[k], lp_len[k]);
-                    w_put(w, "}", 1);
-                }
-                w_put(w, "]", 1);
-            }
             w_str(w, "]}");
         } else {
             /* The oracle teacher-forced on the local stream: it agrees
@@ -367,10 +425,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "neartie_bench: --tokens must exceed %d and --top-k be at least 1\n", DIVERGE_AT);
         return 2;
     }
-    for (int k = 0; k < N_LP; k++) {
-        vt_canonical_number(-(double)k * 0.00379 - 0.0001234567 * (k % 97), lp_text[k]);
-        lp_len[k] = strlen(lp_text[k]);
-    }
     char dir[256];
     if (keep) {
         snprintf(dir, sizeof dir, "%s", keep);
@@ -386,14 +440,16 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    char pl[300], po[300], ps[300], pr[300], pj[300];
+    char pl[300], po[300], ps[300], pr[300], pj[300], plk[300], pok[300];
     snprintf(pl, sizeof pl, "%s/L.json", dir);
     snprintf(po, sizeof po, "%s/O.json", dir);
     snprintf(ps, sizeof ps, "%s/S.json", dir);
     snprintf(pr, sizeof pr, "%s/R.json", dir);
     snprintf(pj, sizeof pj, "%s/J.xml", dir);
+    snprintf(plk, sizeof plk, "%s/L.topk", dir);
+    snprintf(pok, sizeof pok, "%s/O.topk", dir);
     printf("neartie_bench: %d tokens per prompt, top-%d log-probs per position, one repeat; files in %s\n", T, K, dir);
-    printf("%8s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "prompts", "input MB", "read L", "sha256 L", "read all",
+    printf("%8s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "prompts", "input MB", "read L", "sha256 in", "read all",
            "guards", "compare", "publish", "total s", "cpu s", "us/prompt");
     double first_per_prompt = 0;
     int rc = 0;
@@ -422,8 +478,11 @@ int main(int argc, char **argv)
         double t_read = now() - t0;
         vt_doc_free(&d);
         t0 = now();
-        vt_sha256_hex h;
-        vt_sha256_file(pl, &h, NULL, &err);
+        const char *inputs[5] = { pl, plk, po, pok, ps };
+        for (int i = 0; i < 5; i++) {
+            vt_sha256_hex h;
+            vt_sha256_file(inputs[i], &h, NULL, &err);
+        }
         double t_sha = now() - t0;
 
         /* What vt-neartie does, end to end. */
@@ -469,13 +528,15 @@ int main(int argc, char **argv)
         if (si == 0)
             first_per_prompt = per;
         printf("%8d %10.1f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.1f  x%.2f per prompt vs %d\n", P,
-               (double)(L.size + O.size + S.size) / 1e6, t_read, t_sha, b - a, g - b, cmp - g, e - cmp, total, cpu, per,
+               (double)(L.size + L.topk_size + O.size + O.topk_size + S.size) / 1e6, t_read, t_sha, b - a, g - b, cmp - g, e - cmp, total, cpu, per,
                per / first_per_prompt, sizes[0]);
         fflush(stdout);
     }
     if (!keep) {
         unlink(pl);
+        unlink(plk);
         unlink(po);
+        unlink(pok);
         unlink(ps);
         unlink(pr);
         unlink(pj);

@@ -4,6 +4,7 @@
 
 #include "canonical_json.h"
 #include "logits_file.h"
+#include "topk_file.h"
 #include "prompts.h"
 
 #include "../engine/codec.h"
@@ -64,11 +65,17 @@ struct vt_capture {
     int package_kind;
     char *side_name;             /* side file path relative to the capture's directory */
     char *side_dir;              /* its directory, where its temporary data goes */
+    char *topk_path;             /* the top-k side file (opts.topk_out or derived), or NULL */
+    char *topk_name, *topk_dir;  /* as side_name, side_dir */
+    int32_t topk_k;              /* entries per position in it */
     vt_runner_settings req;      /* as requested, defaults made explicit */
     /* results */
     vt_logits_writer *side;
     vt_sha256_hex side_sha;
     uint64_t side_size;
+    vt_topk_writer *topk;
+    vt_sha256_hex topk_sha;
+    uint64_t topk_size;
     char *text;
     size_t text_len;
     char **refusals;
@@ -613,25 +620,24 @@ static cJSON *package_json(vt_capture *c, const vt_runner_identity *rid, const v
 
 /* ----------------------------------------------------------------- runs */
 
-typedef struct top_entry {
-    int32_t id;
-    double logprob;
-} top_entry;
-
 /* The k highest of lp[0..n), highest first, ties to the lower id. */
-static void top_k(const double *lp, int32_t n, int k, top_entry *out)
+static void top_k(const double *lp, int32_t n, int k, int32_t *ids, double *lps)
 {
-    for (int i = 0; i < k; i++)
-        out[i] = (top_entry){ -1, -INFINITY };
+    for (int i = 0; i < k; i++) {
+        ids[i] = -1;
+        lps[i] = -INFINITY;
+    }
     for (int32_t i = 0; i < n; i++) {
-        if (!(lp[i] > out[k - 1].logprob))
+        if (!(lp[i] > lps[k - 1]))
             continue;
         int j = k - 1;
-        while (j > 0 && lp[i] > out[j - 1].logprob) {
-            out[j] = out[j - 1];
+        while (j > 0 && lp[i] > lps[j - 1]) {
+            ids[j] = ids[j - 1];
+            lps[j] = lps[j - 1];
             j--;
         }
-        out[j] = (top_entry){ i, lp[i] };
+        ids[j] = i;
+        lps[j] = lp[i];
     }
 }
 
@@ -677,11 +683,12 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
     float *logits = malloc((size_t)max_pos * (size_t)nv * sizeof *logits);
     int32_t *toks = malloc((size_t)max_pos * sizeof *toks);
     double *lp = malloc((size_t)nv * sizeof *lp);
-    top_entry *top = malloc((size_t)(K > 0 ? K : 1) * sizeof *top);
+    int32_t *top_ids = malloc((size_t)(K > 0 ? K : 1) * sizeof *top_ids);
+    double *top_lps = malloc((size_t)(K > 0 ? K : 1) * sizeof *top_lps);
     vt_sha256_hex *rows = malloc((size_t)max_pos * sizeof *rows);
     ref_run *refs = calloc((size_t)P, sizeof *refs);
     int rc = VT_OK;
-    if (!logits || !toks || !lp || !top || !rows || !refs)
+    if (!logits || !toks || !lp || !top_ids || !top_lps || !rows || !refs)
         rc = vt_error_set(err, VT_EINPUT, "capture: out of memory for %d positions x %d logits", max_pos, nv);
 
     for (int rep = 0; rc == VT_OK && rep < R; rep++) {
@@ -710,8 +717,6 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
                     cJSON_AddItemToObject(run, "logprobs", cJSON_CreateArray());
                     cJSON_AddItemToObject(run, "argmax", cJSON_CreateArray());
                     cJSON_AddItemToObject(run, "argmax_logprobs", cJSON_CreateArray());
-                } else {
-                    cJSON_AddItemToObject(run, "topk", cJSON_CreateArray());
                 }
                 c->sum.n_failed++;
                 det->identical_tokens = det->identical_logits = 0;
@@ -719,7 +724,7 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
             } else {
                 c->sum.n_positions += n;
                 vt_logits_sha256(logits, (size_t)n * (size_t)nv, &sha);
-                cJSON *a_lp = NULL, *a_arg = NULL, *a_alp = NULL, *a_top = NULL;
+                cJSON *a_lp = NULL, *a_arg = NULL, *a_alp = NULL;
                 if (c->prefix) {
                     cJSON_AddItemToObject(run, "tokens", int_array(c->cont[p], n));
                     a_lp = cJSON_AddArrayToObject(run, "logprobs");
@@ -727,7 +732,6 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
                     a_alp = cJSON_AddArrayToObject(run, "argmax_logprobs");
                 } else {
                     cJSON_AddItemToObject(run, "tokens", int_array(toks, n));
-                    a_top = cJSON_AddArrayToObject(run, "topk");
                 }
                 for (int32_t i = 0; i < n; i++) {
                     const float *row = logits + (size_t)i * (size_t)nv;
@@ -739,16 +743,9 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
                         cJSON_AddItemToArray(a_lp, cJSON_CreateNumber(lp[c->cont[p][i]]));
                         cJSON_AddItemToArray(a_arg, cJSON_CreateNumber(am));
                         cJSON_AddItemToArray(a_alp, cJSON_CreateNumber(lp[am]));
-                    } else {
-                        top_k(lp, nv, K, top);
-                        cJSON *pos = cJSON_CreateArray();
-                        for (int k = 0; k < K; k++) {
-                            cJSON *e = cJSON_CreateObject();
-                            add_num(e, "id", top[k].id);
-                            add_num(e, "logprob", top[k].logprob);
-                            cJSON_AddItemToArray(pos, e);
-                        }
-                        cJSON_AddItemToArray(a_top, pos);
+                    } else if (c->topk && rc == VT_OK) {
+                        top_k(lp, nv, K, top_ids, top_lps);
+                        rc = vt_topk_writer_add(c->topk, top_ids, top_lps, err);
                     }
                 }
                 add_str(run, "logits_sha256", sha.hex);
@@ -809,7 +806,8 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
     free(logits);
     free(toks);
     free(lp);
-    free(top);
+    free(top_ids);
+    free(top_lps);
     free(rows);
     return rc;
 }
@@ -1055,6 +1053,35 @@ static int read_launcher(vt_capture *c, vt_error *err)
     return rc;
 }
 
+/* A side file's name relative to the capture's directory, and the side
+ * file's directory (resolved), where its temporary data goes. */
+static int side_name_of(const char *out, const char *side, char **name, char **dir, vt_error *err)
+{
+    char *d1 = dir_name(out), *d2 = dir_name(side);
+    char *r1 = d1 ? realpath(d1, NULL) : NULL, *r2 = d2 ? realpath(d2, NULL) : NULL;
+    int rc = VT_OK;
+    if (!r1 || !r2) {
+        rc = vt_error_set(err, VT_EINPUT, "%s: directory cannot be resolved: expected an existing directory",
+                          !r1 ? out : side);
+    } else {
+        char *rel = relative_dir(r1, r2);
+        size_t n = rel ? strlen(rel) + strlen(base_name(side)) + 2 : 0;
+        *name = rel ? malloc(n) : NULL;
+        if (*name)
+            snprintf(*name, n, "%s%s%s", rel, *rel ? "/" : "", base_name(side));
+        free(rel);
+        *dir = r2;
+        r2 = NULL;
+        if (!*name)
+            rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
+    }
+    free(d1);
+    free(d2);
+    free(r1);
+    free(r2);
+    return rc;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -1083,8 +1110,11 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
         rc = vt_error_set(err, VT_EINPUT, "--repetitions %d: expected at least 1", o->repetitions);
     else if (o->max_tokens < 0)
         rc = vt_error_set(err, VT_EINPUT, "--max-tokens %d: expected at least 0", o->max_tokens);
-    else if (o->top_k < 1)
-        rc = vt_error_set(err, VT_EINPUT, "--top-k %d: expected at least 1", o->top_k);
+    else if (o->top_k < 0)
+        rc = vt_error_set(err, VT_EINPUT, "--top-k %d: expected at least 0 (0: no top-k side file)", o->top_k);
+    else if (o->topk_out && (o->top_k == 0 || o->score_prefix_of))
+        rc = vt_error_set(err, VT_EINPUT, "--topk-out %s: expected no top-k side file %s", o->topk_out,
+                          o->top_k == 0 ? "with --top-k 0" : "when scoring (--score-prefix-of)");
     else if (o->settings.seed > VT_CAPTURE_MAX_SEED)
         rc = vt_error_set(err, VT_EINPUT, "--seed %llu: expected at most 2^53-1 (recorded exactly in JSON)",
                           (unsigned long long)o->settings.seed);
@@ -1104,30 +1134,23 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     if (o->package)
         c->package_kind = ends_with(o->package, ".whl") ? PKG_WHEEL : PKG_NPM;
 
-    /* The side file is named relative to the capture's directory; both
-     * directories must exist for publication anyway. */
-    if (rc == VT_OK && o->logits_out) {
-        char *d1 = dir_name(o->out), *d2 = dir_name(o->logits_out);
-        char *r1 = d1 ? realpath(d1, NULL) : NULL, *r2 = d2 ? realpath(d2, NULL) : NULL;
-        if (!r1 || !r2) {
-            rc = vt_error_set(err, VT_EINPUT, "%s: directory cannot be resolved: expected an existing directory",
-                              !r1 ? o->out : o->logits_out);
+    /* Side files are named relative to the capture's directory; both
+     * directories must exist for publication anyway. The top-k file is
+     * beside the capture unless asked elsewhere: X.json -> X.topk. */
+    if (rc == VT_OK && o->logits_out)
+        rc = side_name_of(o->out, o->logits_out, &c->side_name, &c->side_dir, err);
+    if (rc == VT_OK && o->top_k > 0 && !o->score_prefix_of) {
+        if (o->topk_out) {
+            c->topk_path = strdup(o->topk_out);
         } else {
-            char *rel = relative_dir(r1, r2);
-            size_t n = rel ? strlen(rel) + strlen(base_name(o->logits_out)) + 2 : 0;
-            c->side_name = rel ? malloc(n) : NULL;
-            if (c->side_name)
-                snprintf(c->side_name, n, "%s%s%s", rel, *rel ? "/" : "", base_name(o->logits_out));
-            free(rel);
-            c->side_dir = r2;
-            r2 = NULL;
-            if (!c->side_name)
-                rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
+            size_t n = strlen(o->out);
+            if (n > 5 && strcmp(o->out + n - 5, ".json") == 0)
+                n -= 5;
+            if ((c->topk_path = malloc(n + 6)))
+                snprintf(c->topk_path, n + 6, "%.*s.topk", (int)n, o->out);
         }
-        free(d1);
-        free(d2);
-        free(r1);
-        free(r2);
+        rc = c->topk_path ? side_name_of(o->out, c->topk_path, &c->topk_name, &c->topk_dir, err)
+                          : vt_error_set(err, VT_EINPUT, "capture: out of memory");
     }
 
     /* The model: its bytes, its summary, its tokenizer for the prompts. */
@@ -1223,15 +1246,18 @@ int vt_capture_run(vt_capture *c, vt_error *err)
 
     cJSON *doc = cJSON_CreateObject(), *runs = cJSON_CreateArray();
     det_state det = { 1, 1, 0, NULL };
+    int32_t nv = vt_runner_n_vocab(r);
+    int32_t top_res = c->o.top_k < nv ? c->o.top_k : nv;
     if (c->o.logits_out && !(c->side = vt_logits_writer_new(c->side_dir, err)))
+        rc = err ? err->code : VT_EINPUT;
+    if (rc == VT_OK && c->topk_path && !(c->topk = vt_topk_writer_new(c->topk_dir, top_res, err)))
         rc = err ? err->code : VT_EINPUT;
     if (rc == VT_OK)
         rc = run_all(c, r, runs, &det, err);
     if (rc == VT_OK && c->side)
         rc = vt_logits_writer_finish(c->side, &c->side_sha, &c->side_size, err);
-
-    int32_t nv = vt_runner_n_vocab(r);
-    int32_t top_res = c->o.top_k < nv ? c->o.top_k : nv;
+    if (rc == VT_OK && c->topk)
+        rc = vt_topk_writer_finish(c->topk, &c->topk_sha, &c->topk_size, err);
 
     /* The document, in its fixed key order. */
     cJSON *model = NULL, *runtime = NULL, *package = NULL;
@@ -1305,6 +1331,17 @@ int vt_capture_run(vt_capture *c, vt_error *err)
         } else {
             cJSON_AddItemToObject(doc, "logits_file", cJSON_CreateNull());
         }
+        if (!c->prefix) {
+            if (c->topk) {
+                cJSON *tf = cJSON_AddObjectToObject(doc, "topk_file");
+                add_str(tf, "name", c->topk_name);
+                add_num(tf, "size", (double)c->topk_size);
+                add_str(tf, "sha256", c->topk_sha.hex);
+                add_str(tf, "format", VT_TOPK_FORMAT);
+            } else {
+                cJSON_AddItemToObject(doc, "topk_file", cJSON_CreateNull());
+            }
+        }
         cJSON *d = cJSON_AddObjectToObject(doc, "determinism");
         add_num(d, "repeats", c->o.repetitions);
         add_bool(d, "identical_tokens", det.identical_tokens);
@@ -1331,6 +1368,8 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     c->sum.seal = c->seal.hex;
     c->sum.workload_seal = c->workload_seal.hex;
     c->sum.logits_sha256 = c->side ? c->side_sha.hex : NULL;
+    c->sum.topk_path = c->topk ? c->topk_path : NULL;
+    c->sum.topk_sha256 = c->topk ? c->topk_sha.hex : NULL;
     cJSON_Delete(det.first);
     cJSON_Delete(runs);
     cJSON_Delete(doc);
@@ -1359,6 +1398,7 @@ void vt_capture_summary_get(const vt_capture *c, vt_capture_summary *out) { *out
 /* ------------------------------------------------------------ publishing */
 
 static int write_side(int fd, void *ctx, vt_error *err) { return vt_logits_writer_copy(ctx, fd, err); }
+static int write_topk(int fd, void *ctx, vt_error *err) { return vt_topk_writer_copy(ctx, fd, err); }
 
 /* Every input the outputs may not alias, the manifest's files included. */
 static int collect_inputs(const vt_capture *c, const char ***inputs_out, char ***owned_out, int *n_out,
@@ -1409,17 +1449,21 @@ int vt_capture_publish(vt_capture *c, int overwrite, vt_publish_hook hook, void 
     if (c->o.strict && c->n_refusals)
         return vt_error_set(err, VT_ECHECK, "%s: strict: not published: %d reason%s (%s)", c->o.out, c->n_refusals,
                             c->n_refusals == 1 ? "" : "s", c->refusals[0]);
-    vt_publish_item items[2];
+    vt_publish_item items[3];
     memset(items, 0, sizeof items);
     items[0].path = c->o.out;
     items[0].data = c->text;
     items[0].size = c->text_len;
     int n_items = 1;
     if (c->side) {
-        items[1].path = c->o.logits_out;
-        items[1].write = write_side;
-        items[1].write_ctx = c->side;
-        n_items = 2;
+        items[n_items].path = c->o.logits_out;
+        items[n_items].write = write_side;
+        items[n_items++].write_ctx = c->side;
+    }
+    if (c->topk) {
+        items[n_items].path = c->topk_path;
+        items[n_items].write = write_topk;
+        items[n_items++].write_ctx = c->topk;
     }
     const char **inputs;
     char **owned;
@@ -1434,14 +1478,19 @@ int vt_capture_publish(vt_capture *c, int overwrite, vt_publish_hook hook, void 
 
 int vt_capture_check_outputs(vt_capture *c, int overwrite, vt_error *err)
 {
-    const char *outs[2] = { c->o.out, c->o.logits_out };
+    const char *outs[3] = { c->o.out };
+    int n_outs = 1;
+    if (c->o.logits_out)
+        outs[n_outs++] = c->o.logits_out;
+    if (c->topk_path)
+        outs[n_outs++] = c->topk_path;
     const char **inputs;
     char **owned;
     int n;
     if (collect_inputs(c, &inputs, &owned, &n, err))
         return err->code;
     vt_publish_opts po = { .overwrite = overwrite, .inputs = inputs, .n_inputs = n };
-    int rc = vt_publish_check(outs, c->o.logits_out ? 2 : 1, &po, err);
+    int rc = vt_publish_check(outs, n_outs, &po, err);
     free_inputs(c, inputs, owned);
     return rc;
 }
@@ -1466,6 +1515,10 @@ void vt_capture_free(vt_capture *c)
     free(c->side_name);
     free(c->side_dir);
     vt_logits_writer_free(c->side);
+    free(c->topk_path);
+    free(c->topk_name);
+    free(c->topk_dir);
+    vt_topk_writer_free(c->topk);
     free(c->text);
     for (int i = 0; i < c->n_refusals; i++)
         free(c->refusals[i]);

@@ -23,8 +23,10 @@
  *   prompt_file{name,size,sha256},
  *   prompts[{id, text?, tokens[], sha256}],
  *   runs[{prompt, repeat, status:"ok"|"error", error?, tokens[],
- *         topk[[{id,logprob}]], logits_sha256?}],
+ *         logits_sha256?}],
  *   logits_file{name,size,sha256,format:"vt.logits/1"}|null,
+ *   topk_file{name,size,sha256,format:"vt.topk/1"}|null (null iff
+ *         settings.resolved.logprobs_top_k is 0),
  *   determinism{repeats, identical_tokens, identical_logits,
  *               first_mismatch?{prompt,repeat,position,field}},
  *   workload_seal, seal
@@ -47,8 +49,11 @@
  *    token (field "tokens") differ; "status" when either run failed.
  *  - prompts[].sha256: of the prompt's token ids as little-endian int32.
  *  - runs[].logits_sha256: of the run's raw logits, float32 little-endian,
- *    positions x vocab. topk: the recorded_top_k highest log-probs (double
- *    log-softmax of the logits) at each position, ties to the lower id.
+ *    positions x vocab. The top-k side file (topk_file.h): the
+ *    logprobs_top_k highest log-probs (double log-softmax of the logits,
+ *    stored as float32) at each position of each ok run, ties to the lower
+ *    id; binary because at 10^4 prompts x 256 positions x 20 it is
+ *    5 x 10^7 entries.
  *  - file names (model files, prompt file, package, launcher, manifest,
  *    LOCAL) are base names; the side file's name is its path relative to
  *    the capture's directory.
@@ -93,6 +98,7 @@ typedef struct vt_capture_opts {
     const char *score_prefix_of;   /* a vt.capture/1 to teacher-force on, or NULL */
     const char *out;               /* the document's path */
     const char *logits_out;        /* full-logits side file, or NULL */
+    const char *topk_out;          /* top-k side file; NULL: OUT without .json, plus .topk */
     const char *model_manifest;    /* vt.manifest/1, or NULL */
     const char *launcher_manifest; /* JSON the launcher wrote, or NULL */
     const char *package;           /* .whl or npm .tgz, or NULL */
@@ -109,7 +115,8 @@ typedef struct vt_capture_opts {
     vt_runner_settings settings;
     int32_t repetitions;           /* runs per prompt, >= 1 */
     int32_t max_tokens;            /* tokens generated per run (not used when scoring) */
-    int32_t top_k;                 /* log-probs recorded per position (clipped to the vocabulary) */
+    int32_t top_k;                 /* log-probs recorded per position (clipped to the vocabulary);
+                                      0: none, no top-k side file. Not used when scoring. */
     /* settings fields ("threads", "sampling.top_p", ...) whose requested and
      * resolved values may differ under strict; the difference is recorded */
     const char *const *allow_differences;
@@ -156,6 +163,7 @@ typedef struct vt_capture_summary {
     int64_t n_positions;          /* over every run */
     const char *seal, *workload_seal;
     const char *logits_sha256;    /* the side file's, or NULL */
+    const char *topk_path, *topk_sha256; /* the top-k side file's, or NULL */
 } vt_capture_summary;
 void vt_capture_summary_get(const vt_capture *c, vt_capture_summary *out);
 

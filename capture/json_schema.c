@@ -270,7 +270,7 @@ static int check(ctx *c, const cJSON *schema, const cJSON *doc, int depth)
                 sub = extra;
             }
             if (sub) {
-                int rc = check_child(c, sub, m, depth, ".%s", m->string, 0);
+                int rc = check_child(c, sub, m, depth, ".%s", m->string ? m->string : "", 0);
                 if (rc)
                     return rc;
             }

@@ -1,5 +1,6 @@
 /* vt.logits/1 side files: layout in logits_file.h. */
 #include "logits_file.h"
+#include "side_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,27 +23,16 @@ enum { FILE_HEADER = 16, FRAME_HEADER = 28, LEVEL = 6 };
 #endif
 
 struct vt_logits_writer {
-    FILE *f;          /* unnamed temporary file */
-    EVP_MD_CTX *sha;  /* hashes every byte written, in order */
-    uint64_t size;
-    int finished;
+    vt_side_writer *side;
 };
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
+#define put_u32 vt_le_put_u32
+#define get_u32 vt_le_get_u32
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static uint64_t get_u64(const unsigned char *p) { return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
@@ -77,16 +67,6 @@ int vt_logits_sha256(const float *x, size_t n, vt_sha256_hex *out)
     return rc;
 }
 
-static int emit(vt_logits_writer *w, const void *p, size_t n, vt_error *err)
-{
-    if (n && fwrite(p, 1, n, w->f) != n)
-        return vt_error_set(err, VT_EINPUT, "logits side file: temporary file: write error: %s", strerror(errno));
-    if (EVP_DigestUpdate(w->sha, p, n) != 1)
-        return vt_error_set(err, VT_EINPUT, "logits side file: SHA-256 failed");
-    w->size += n;
-    return VT_OK;
-}
-
 vt_logits_writer *vt_logits_writer_new(const char *dir, vt_error *err)
 {
     vt_logits_writer *w = calloc(1, sizeof *w);
@@ -94,23 +74,11 @@ vt_logits_writer *vt_logits_writer_new(const char *dir, vt_error *err)
         vt_error_set(err, VT_EINPUT, "logits side file: out of memory");
         return NULL;
     }
-#ifdef O_TMPFILE
-    int fd = dir ? open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
-    if (fd >= 0 && !(w->f = fdopen(fd, "w+b")))
-        close(fd);
-#endif
-    if (!w->f)
-        w->f = tmpfile();
-    w->sha = EVP_MD_CTX_new();
-    if (!w->f || !w->sha || EVP_DigestInit_ex(w->sha, EVP_sha256(), NULL) != 1) {
-        vt_error_set(err, VT_EINPUT, "logits side file: cannot create a temporary file: %s", strerror(errno));
-        vt_logits_writer_free(w);
-        return NULL;
-    }
     unsigned char h[FILE_HEADER] = FILE_MAGIC;
     put_u32(h + 8, 1);
     put_u32(h + 12, 0);
-    if (emit(w, h, sizeof h, err)) {
+    if (!(w->side = vt_side_writer_new(dir, "logits side file", err)) ||
+        vt_side_writer_emit(w->side, h, sizeof h, err)) {
         vt_logits_writer_free(w);
         return NULL;
     }
@@ -120,8 +88,6 @@ vt_logits_writer *vt_logits_writer_new(const char *dir, vt_error *err)
 int vt_logits_writer_add(vt_logits_writer *w, uint32_t prompt, uint32_t repeat, const float *logits,
                          uint32_t positions, uint32_t vocab, vt_error *err)
 {
-    if (w->finished)
-        return vt_error_set(err, VT_EINPUT, "logits side file: frame after finish");
     size_t n = (size_t)positions * vocab;
     void *tmp;
     const void *raw = le_floats(logits, n, &tmp);
@@ -147,65 +113,28 @@ int vt_logits_writer_add(vt_logits_writer *w, uint32_t prompt, uint32_t repeat, 
     put_u32(h + 12, positions);
     put_u32(h + 16, vocab);
     put_u64(h + 20, (uint64_t)zn);
-    int rc = emit(w, h, sizeof h, err);
+    int rc = vt_side_writer_emit(w->side, h, sizeof h, err);
     if (rc == VT_OK)
-        rc = emit(w, z, zn, err);
+        rc = vt_side_writer_emit(w->side, z, zn, err);
     free(z);
     return rc;
 }
 
 int vt_logits_writer_finish(vt_logits_writer *w, vt_sha256_hex *sha256, uint64_t *size, vt_error *err)
 {
-    unsigned char md[32];
-    unsigned int md_len = 0;
-    if (w->finished)
-        return vt_error_set(err, VT_EINPUT, "logits side file: finished twice");
-    w->finished = 1;
-    if (fflush(w->f) != 0)
-        return vt_error_set(err, VT_EINPUT, "logits side file: temporary file: write error: %s", strerror(errno));
-    if (EVP_DigestFinal_ex(w->sha, md, &md_len) != 1 || md_len != 32)
-        return vt_error_set(err, VT_EINPUT, "logits side file: SHA-256 failed");
-    for (int i = 0; i < 32; i++)
-        snprintf(sha256->hex + 2 * i, 3, "%02x", md[i]);
-    *size = w->size;
-    return VT_OK;
+    return vt_side_writer_finish(w->side, sha256, size, err);
 }
 
 int vt_logits_writer_copy(vt_logits_writer *w, int fd, vt_error *err)
 {
-    if (!w->finished)
-        return vt_error_set(err, VT_EINPUT, "logits side file: copied before finish");
-    int in = fileno(w->f);
-    char buf[1 << 16];
-    off_t off = 0;
-    uint64_t done = 0;
-    while (done < w->size) {
-        ssize_t n = pread(in, buf, sizeof buf, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return vt_error_set(err, VT_EINPUT, "logits side file: temporary file: read error");
-        for (ssize_t k = 0; k < n;) {
-            ssize_t m = write(fd, buf + k, (size_t)(n - k));
-            if (m < 0 && errno == EINTR)
-                continue;
-            if (m <= 0)
-                return vt_error_set(err, VT_EINPUT, "logits side file: write error: %s", strerror(errno));
-            k += m;
-        }
-        off += n;
-        done += (uint64_t)n;
-    }
-    return VT_OK;
+    return vt_side_writer_copy(w->side, fd, err);
 }
 
 void vt_logits_writer_free(vt_logits_writer *w)
 {
     if (!w)
         return;
-    if (w->f)
-        fclose(w->f);
-    EVP_MD_CTX_free(w->sha);
+    vt_side_writer_free(w->side);
     free(w);
 }
 

@@ -600,74 +600,6 @@ static const char *nums_parse(chunk *c, const char *p, int argmax_pool, int32_t 
     return p;
 }
 
-/* topk: [[{"id":N,"logprob":X},...],...]: checked, not kept. The hot loop
- * of a large capture. */
-static const char *topk_parse(chunk *c, const char *p)
-{
-    const char *end = c->end;
-    if (!LIT(&p, end, "[")) {
-        fail_at(c, p, "an array of positions");
-        return NULL;
-    }
-    if (*p == ']')
-        return p + 1;
-    int32_t max_id = c->max_id;
-    for (int32_t i = 0;; i++) {
-        if (!LIT(&p, end, "[")) {
-            c->i = i;
-            fail_at(c, p, "a position's array of {id, logprob}");
-            return NULL;
-        }
-        if (*p == ']') {
-            p++;
-        } else {
-            for (int32_t j = 0;; j++) {
-                int32_t id;
-                const char *q;
-                if (!LIT(&p, end, "{\"id\":") || !(q = uint_scan(p, &id))) {
-                    c->i = i, c->j = j, c->field = "id";
-                    fail_at(c, p, "{\"id\": a token id, then \"logprob\"} (canonical)");
-                    return NULL;
-                }
-                if (id > max_id)
-                    max_id = id;
-                p = q;
-                if (!LIT(&p, end, ",\"logprob\":") || (!(q = number_quick(p, end)) && !(q = number_scan(p, NULL))) ||
-                    *q != '}') {
-                    c->i = i, c->j = j, c->field = "logprob";
-                    fail_at(c, p, "\"logprob\": a number in canonical form, then '}' (no other member)");
-                    return NULL;
-                }
-                p = q + 1;
-                if (*p == ',') {
-                    p++;
-                    continue;
-                }
-                if (*p == ']') {
-                    p++;
-                    break;
-                }
-                c->i = i, c->j = j, c->field = "logprob";
-                fail_at(c, p, "',' or ']' after a top-k entry");
-                return NULL;
-            }
-        }
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p == ']') {
-            p++;
-            break;
-        }
-        c->i = i;
-        fail_at(c, p, "',' or ']' after a position");
-        return NULL;
-    }
-    c->max_id = max_id;
-    return p;
-}
-
 static int is_hex64(const char *p, const char *end)
 {
     if (end - p < 65 || p[64] != '"')
@@ -679,8 +611,8 @@ static int is_hex64(const char *p, const char *end)
 }
 
 /* One run at p (its '{'), in the member order vt-capture writes:
- * prompt, repeat, status, error?, tokens, topk | logprobs, argmax,
- * argmax_logprobs, logits_sha256?. */
+ * prompt, repeat, status, error?, tokens, (logprobs, argmax,
+ * argmax_logprobs when scoring), logits_sha256?. */
 static const char *run_parse(chunk *c, const char *p)
 {
     const char *end = c->end;
@@ -729,15 +661,7 @@ static const char *run_parse(chunk *c, const char *p)
     }
     if (!(p = ids_parse(c, p, 0, &nt)))
         goto fail;
-    if (!c->prefix) {
-        c->field = "topk";
-        if (!LIT(&p, end, ",\"topk\":")) {
-            fail_at(c, p, "\"topk\" after tokens");
-            goto fail;
-        }
-        if (!(p = topk_parse(c, p)))
-            goto fail;
-    } else {
+    if (c->prefix) {
         int32_t n1 = 0, n2 = 0, n3 = 0;
         c->field = "logprobs";
         if (!LIT(&p, end, ",\"logprobs\":")) {
@@ -777,7 +701,7 @@ static const char *run_parse(chunk *c, const char *p)
         p += 65;
     }
     if (!LIT(&p, end, "}")) {
-        fail_at(c, p, "'}' after the run's last member (tokens, topk or logprobs..., logits_sha256?; nothing else)");
+        fail_at(c, p, "'}' after the run's last member (tokens, logprobs... when scoring, logits_sha256?; nothing else)");
         goto fail;
     }
     if ((size_t)c->n_runs == c->cap_runs && !grow((void **)&c->runs, &c->cap_runs, c->cap_runs + 1, sizeof *c->runs)) {
@@ -897,6 +821,7 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
                                   want_prompt, want_repeat, r->prompt, r->repeat);
                 break;
             }
+            d->n_positions_all += r->n;
             if (!r->ok)
                 note(&d->error_run, k, r->prompt, r->repeat, -1, r->error ? r->error : "(no error text)");
             else if (r->error)
@@ -1099,6 +1024,46 @@ static void *hash_run(void *arg)
 }
 
 /* ------------------------------------------------------------ reading */
+
+/* The capture's top-k side file (topk_file), mapped and checked whole
+ * against what the capture says of it: present iff logprobs_top_k > 0,
+ * named relative to the capture's directory. */
+static int topk_open(vt_doc *d, vt_error *err)
+{
+    const cJSON *tf = cJSON_GetObjectItemCaseSensitive(d->meta, "topk_file");
+    const cJSON *set = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "settings"),
+                                                        "resolved");
+    double k = cJSON_GetObjectItemCaseSensitive(set, "logprobs_top_k")->valuedouble;
+    double nv = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "model"), "gguf"),
+                    "n_vocab")->valuedouble;
+    if (cJSON_IsNull(tf) != (k == 0))
+        return vt_error_set(err, VT_EINPUT, "%s: field topk_file: %s: expected %s with settings.resolved."
+                            "logprobs_top_k %g", d->path, cJSON_IsNull(tf) ? "null" : "a file",
+                            k == 0 ? "null" : "a file", k);
+    if (k == 0)
+        return VT_OK;
+    if (k > nv || k > (1 << 20))
+        return vt_error_set(err, VT_EINPUT, "%s: field settings.resolved.logprobs_top_k: %g: expected at most "
+                            "model.gguf.n_vocab %g", d->path, k, nv);
+    const char *name = cJSON_GetObjectItemCaseSensitive(tf, "name")->valuestring;
+    double size = cJSON_GetObjectItemCaseSensitive(tf, "size")->valuedouble;
+    double want = VT_TOPK_HEADER + (double)d->n_positions_all * k * VT_TOPK_ENTRY;
+    if (size != want)
+        return vt_error_set(err, VT_EINPUT, "%s: field topk_file.size: %.17g: expected %.17g (16 + %lld positions x "
+                            "%g entries x 8)", d->path, size, want, (long long)d->n_positions_all, k);
+    const char *slash = strrchr(d->path, '/');
+    size_t dl = slash && name[0] != '/' ? (size_t)(slash - d->path) + 1 : 0;
+    char *path = malloc(dl + strlen(name) + 1);
+    if (!path)
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+    memcpy(path, d->path, dl);
+    strcpy(path + dl, name);
+    int rc = vt_topk_file_open(path, (int32_t)k, d->n_positions_all, (int32_t)nv,
+                              cJSON_GetObjectItemCaseSensitive(tf, "sha256")->valuestring, &d->topk, err);
+    free(path);
+    return rc;
+}
 
 static const char SEAL_MEMBER[] = ",\"seal\":\"";
 enum { SEAL_TAIL = 9 + 64 + 3 }; /* ,"seal":" HEX "}\n */
@@ -1319,6 +1284,8 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     if (rc == VT_OK && strcmp(hj.seal.hex, d->seal.hex) != 0)
         rc = vt_error_set(err, VT_EINPUT, "%s: field seal: %s: expected %s, the recomputed one", d->path, d->seal.hex,
                           hj.seal.hex);
+    if (rc == VT_OK && want == VT_DOC_CAPTURE)
+        rc = topk_open(d, err);
     d->file_sha256 = hj.file;
     d->size = len;
     return rc;
@@ -1352,7 +1319,7 @@ int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
                             S_ISREG(st.st_mode) ? "empty" : "not a regular file");
     }
     size_t len = (size_t)st.st_size;
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
         vt_doc_free(d);
@@ -1434,6 +1401,7 @@ void vt_doc_free(vt_doc *d)
     free(d->logprobs);
     free(d->argmax_logprobs);
     free(d->argmax);
+    vt_topk_file_close(&d->topk);
     memset(d, 0, sizeof *d);
     d->error_run.run = d->error_after.run = d->differs.run = -1;
 }

@@ -14,8 +14,9 @@
  *    vt-capture writes them (repeat 0 of every prompt, then repeat 1, ...;
  *    members in schema order). Only what a comparison needs is kept: each
  *    prompt's repeat-0 stream, and for prefix scores its log-probs. Later
- *    repeats are compared with repeat 0 on the fly and dropped; top-k lists
- *    are checked, not kept.
+ *    repeats are compared with repeat 0 on the fly and dropped.
+ *  - A capture's top-k side file (vt.topk/1, capture/topk_file.h) is
+ *    mapped, hashed against topk_file.sha256 and every entry checked.
  *  - Every other member (kilobytes, a few megabytes for many prompts) is
  *    parsed by cJSON with runs as [], written back canonically and compared
  *    byte for byte, checked against capture/vt.capture.schema.json, and its
@@ -31,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "../common/vt_error.h"
+#include "../capture/topk_file.h"
 #include "../provenance/provenance.h"
 
 typedef enum vt_doc_kind {
@@ -59,6 +61,12 @@ typedef struct vt_doc {
     double *logprobs, *argmax_logprobs; /* prefix scores only */
     int32_t *argmax;                    /* prefix scores only */
     int64_t n_positions;                /* over the repeat-0 streams */
+    int64_t n_positions_all;            /* over every run */
+    /* The top-k side file (captures with logprobs_top_k > 0; else k 0),
+     * checked whole, kept open. Repeat 0 of every prompt comes first in
+     * it, so prompt p's entries at its position i are at position
+     * off[p] + i. */
+    vt_topk_file topk;
     /* For the guards. */
     vt_doc_note error_run;   /* the first run with status "error" */
     vt_doc_note error_after; /* the first run with status "ok" and an error recorded */

@@ -52,6 +52,7 @@ struct vt_neartie {
     const char **ids; /* each prompt's id (a cJSON array is a list: no walk per use) */
     vt_nt_prompt_result *res;
     int32_t *positions, *comparable;
+    double *margin; /* per prompt: local's and oracle's margin at the first divergence (NAN: unknown) */
     gap_entry *top;
     int32_t n_top;
     vt_nt_metrics metrics;
@@ -421,6 +422,14 @@ static int build_report(vt_neartie *c, vt_error *err)
             cJSON_AddItemToObject(fd, "local", tok_json(c, x->local_token));
             cJSON_AddItemToObject(fd, "oracle", tok_json(c, x->oracle_token));
             cJSON_AddNumberToObject(fd, "gap_mnats", x->first_gap_mnats);
+            for (int side = 0; side < 2; side++) {
+                const char *name = side ? "oracle_margin_mnats" : "local_margin_mnats";
+                double m = c->margin[2 * p + side];
+                if (isnan(m))
+                    cJSON_AddNullToObject(fd, name);
+                else
+                    cJSON_AddNumberToObject(fd, name, m);
+            }
         }
         cJSON_AddNumberToObject(e, "zero_gaps", x->zero_gaps);
         cJSON_AddNumberToObject(e, "within_gaps", x->within_gaps);
@@ -532,6 +541,36 @@ static void xml_put(vt_sbuf *b, const char *s)
     }
 }
 
+/* At prompt p's first divergence (identical prefixes up to it), how far a
+ * capture preferred its own token over the other side's, in milli-nats,
+ * from its top-k side file: NAN if it has none or the other token is not
+ * in its top k. */
+static double margin_mnats(const vt_doc *d, int32_t p, int32_t pos, int32_t mine, int32_t other)
+{
+    const int32_t k = d->topk.k;
+    int32_t *ids = k ? malloc((size_t)k * sizeof *ids) : NULL;
+    float *lps = k ? malloc((size_t)k * sizeof *lps) : NULL;
+    double lm = NAN, lo = NAN;
+    if (ids && lps && vt_topk_file_get(&d->topk, d->off[p] + pos, ids, lps, NULL) == VT_OK)
+        for (int32_t j = 0; j < k; j++) {
+            if (ids[j] == mine)
+                lm = lps[j];
+            else if (ids[j] == other)
+                lo = lps[j];
+        }
+    free(ids);
+    free(lps);
+    return 1000.0 * (lm - lo);
+}
+
+static void margin_text(double m, char *out, size_t cap)
+{
+    if (isnan(m))
+        snprintf(out, cap, "not in top-k");
+    else
+        snprintf(out, cap, "%.3f", m);
+}
+
 /* One line about a prompt's divergence, for the table's reader and JUnit. */
 static void divergence_text(vt_neartie *c, int32_t p, char *out, size_t cap)
 {
@@ -543,10 +582,13 @@ static void divergence_text(vt_neartie *c, int32_t p, char *out, size_t cap)
     char lt[200], ot[200];
     tok_show(c, x->local_token, lt, sizeof lt);
     tok_show(c, x->oracle_token, ot, sizeof ot);
-    snprintf(out, cap, "%s: first divergence at position %d: local %s, oracle %s, gap %.3f milli-nats; max gap %.3f "
-             "milli-nats at position %d; %d gaps above the threshold %g", vt_prompt_class_name(x->cls),
-             x->first_divergence, lt, ot, x->first_gap_mnats, x->max_gap_mnats, x->max_gap_pos, x->above_gaps,
-             c->o.threshold_mnats);
+    char ml[32], mo[32];
+    margin_text(c->margin[2 * p], ml, sizeof ml);
+    margin_text(c->margin[2 * p + 1], mo, sizeof mo);
+    snprintf(out, cap, "%s: first divergence at position %d: local %s, oracle %s, gap %.3f milli-nats (margins: "
+             "local %s, oracle %s); max gap %.3f milli-nats at position %d; %d gaps above the threshold %g",
+             vt_prompt_class_name(x->cls), x->first_divergence, lt, ot, x->first_gap_mnats, ml, mo, x->max_gap_mnats,
+             x->max_gap_pos, x->above_gaps, c->o.threshold_mnats);
 }
 
 static int build_junit(vt_neartie *c, vt_error *err)
@@ -637,6 +679,18 @@ static int build_table(vt_neartie *c, vt_error *err)
               "within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict, t->near_tie, t->failed,
               (long long)t->positions, (long long)t->zero_gaps, (long long)t->within_gaps, c->o.threshold_mnats,
               (long long)t->above_gaps, t->max_gap_mnats);
+    if (t->strict < t->prompts)
+        vt_sbuf_printf(&b, "margins at first divergences (milli-nats by which each capture preferred its own token "
+                       "there, from its top-k):\n");
+    for (int32_t p = 0; p < L->n_prompts; p++) {
+        if (c->res[p].first_divergence < 0)
+            continue;
+        char id[200], ml[32], mo[32];
+        display(c->ids[p], strlen(c->ids[p]), id, sizeof id);
+        margin_text(c->margin[2 * p], ml, sizeof ml);
+        margin_text(c->margin[2 * p + 1], mo, sizeof mo);
+        vt_sbuf_printf(&b, "  %s position %d: local %s, oracle %s\n", id, c->res[p].first_divergence, ml, mo);
+    }
     if (t->scorer_disagreements)
         vt_sbuf_printf(&b, "note: at %lld positions with identical prefixes the prefix scores' argmax is not the oracle "
                   "capture's token\n", (long long)t->scorer_disagreements);
@@ -719,7 +773,8 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
     c->comparable = calloc((size_t)P, sizeof *c->comparable);
     c->top = calloc((size_t)(c->o.top_gaps > 0 ? c->o.top_gaps : 1), sizeof *c->top);
     c->ids = calloc((size_t)(P ? P : 1), sizeof *c->ids);
-    if (!c->res || !c->positions || !c->comparable || !c->top || !c->ids)
+    c->margin = calloc((size_t)(P ? 2 * P : 1), sizeof *c->margin);
+    if (!c->res || !c->positions || !c->comparable || !c->top || !c->ids || !c->margin)
         return vt_error_set(err, VT_EINPUT, "neartie: out of memory");
     int32_t k = 0;
     for (const cJSON *pr = cJSON_GetObjectItemCaseSensitive(L->meta, "prompts")->child; pr && k < P; pr = pr->next)
@@ -739,6 +794,11 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         const vt_nt_prompt_result *x = &c->res[p];
         c->positions[p] = n;
         c->comparable[p] = x->first_divergence < 0 ? n : x->first_divergence + 1;
+        c->margin[2 * p] = c->margin[2 * p + 1] = NAN;
+        if (x->first_divergence >= 0) {
+            c->margin[2 * p] = margin_mnats(L, p, x->first_divergence, x->local_token, x->oracle_token);
+            c->margin[2 * p + 1] = margin_mnats(O, p, x->first_divergence, x->oracle_token, x->local_token);
+        }
         const int32_t *am = S->argmax + S->off[p];
         for (int32_t i = 0; i < c->comparable[p]; i++)
             t->scorer_disagreements += am[i] != ot[i];
@@ -846,6 +906,7 @@ void vt_nt_free(vt_neartie *c)
     free(c->res);
     free(c->positions);
     free(c->comparable);
+    free(c->margin);
     free(c->top);
     for (int i = 0; i < c->n_gate_reasons; i++)
         free(c->gate_reasons[i]);

@@ -23,7 +23,8 @@
  *      threshold_mnats, token_text{file,note},
  *      allowed_differences[{field,differs,differences[{field,left,right}]}],
  *      prompts[{index,id,class,positions,first_divergence|null{position,
- *        local{id,text?},oracle{id,text?},gap_mnats},zero_gaps,within_gaps,
+ *        local{id,text?},oracle{id,text?},gap_mnats,local_margin_mnats,
+ *        oracle_margin_mnats},zero_gaps,within_gaps,
  *        above_gaps,max_gap_mnats,max_gap_position|null}],
  *      totals{prompts,strict,near_tie_only,failed,positions,zero_gaps,
  *        within_gaps,above_gaps,max_gap_mnats,scorer_disagreements},
@@ -31,6 +32,11 @@
  *      metrics{available,reason?|scope,positions,prompts,kld{...},
  *        top1_agreement,max_abs_dlogit,max_abs_dlogprob,rms_dp,max_abs_dp},
  *      gate{require_strict,max_failed,passed,reasons[]}, seal
+ *    The margins: at the first divergence (identical prefixes), by how
+ *    many milli-nats the local capture preferred its token over the
+ *    oracle's, and the oracle capture its token over the local one, from
+ *    each capture's top-k side file (null where it has none or the other
+ *    token is not in its top k): how near the tie was on each side.
  *    Token text is the token's bytes from the model's vocabulary, with
  *    control characters and bytes that are not UTF-8 written as \n, \xNN;
  *    absent when no vocabulary could be opened;

@@ -21,6 +21,7 @@
 #include "capture/capture.h"
 #include "capture/json_schema.h"
 #include "capture/logits_file.h"
+#include "capture/topk_file.h"
 #include "provenance/provenance.h"
 
 #include <archive.h>
@@ -44,7 +45,7 @@
 typedef struct env {
     char dir[64];
     char model[128], prompts[128], manifest[128], launcher[128];
-    char out[128], logits[128];
+    char out[128], logits[128], topk[128]; /* topk: out's default top-k side file */
     char cmd_out[65536], cmd_err[65536]; /* the last command's stdout and stderr */
 } env;
 
@@ -121,6 +122,7 @@ static void setup(env *e)
     snprintf(e->launcher, sizeof e->launcher, "%s/launcher.json", e->dir);
     snprintf(e->out, sizeof e->out, "%s/c.json", e->dir);
     snprintf(e->logits, sizeof e->logits, "%s/c.logits", e->dir);
+    snprintf(e->topk, sizeof e->topk, "%s/c.topk", e->dir);
     cr_assert_eq(sh(e, "'%s' fixture make --arch qwen3 --preset tiny --weights F32 --seed 1 -o '%s'", VT_BIN,
                     e->model), 0, "%s", e->cmd_err);
     spit(e->prompts, "{\"id\":\"hello\",\"text\":\"Hello world\"}\n"
@@ -168,6 +170,7 @@ static void expect_refused(env *e, int rc, const char *reason)
     cr_assert(strstr(e->cmd_err, reason), "stderr lacks '%s':\n%s", reason, e->cmd_err);
     cr_assert(!exists(e->out), "%s written", e->out);
     cr_assert(!exists(e->logits), "%s written", e->logits);
+    cr_assert(!exists(e->topk), "%s written", e->topk);
     /* One line per reason, each naming the output. */
     for (const char *l = e->cmd_err; *l; l = strchr(l, '\n') + 1) {
         cr_assert(strncmp(l, "vt-capture: strict: ", 20) == 0, "line: %s", l);
@@ -501,6 +504,44 @@ Test(publish, refuses_an_existing_output_without_overwrite)
     teardown(&e);
 }
 
+Test(publish, top_k_side_file_options)
+{
+    env e;
+    setup(&e);
+    /* --top-k 0: no side file, topk_file null. */
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 --top-k 0 "
+                    "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    cJSON *doc = check_document(e.out, "#/$defs/capture");
+    cr_assert(cJSON_IsNull(get(doc, "topk_file")));
+    cr_assert_eq(get(get(get(doc, "settings"), "resolved"), "logprobs_top_k")->valuedouble, 0);
+    cr_assert(!exists(e.topk));
+    cJSON_Delete(doc);
+    /* --topk-out elsewhere: named relative to the capture's directory. */
+    char sub[160], side[200];
+    snprintf(sub, sizeof sub, "%s/sub", e.dir);
+    snprintf(side, sizeof side, "%s/sub/t.bin", e.dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 --top-k 3 "
+                "--no-timestamp --overwrite --out '%s' --topk-out '%s'", VT_BIN, e.model, e.prompts, e.out, side);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    doc = check_document(e.out, "#/$defs/capture");
+    cr_assert_str_eq(get(get(doc, "topk_file"), "name")->valuestring, "sub/t.bin");
+    cr_assert(!exists(e.topk));
+    cJSON_Delete(doc);
+    /* The side file may not alias another output, nor be asked for with --top-k 0. */
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
+                "--no-timestamp --overwrite --out '%s' --logits-out '%s' --topk-out '%s'", VT_BIN, e.model, e.prompts,
+            e.out, e.logits, e.logits);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "c.logits"), "%s", e.cmd_err);
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --top-k 0 --topk-out '%s' --out '%s'",
+            VT_BIN, e.model, e.prompts, e.topk, e.out);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "--topk-out"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
 static int fail_after_first_rename(const char *step, int item, void *ctx)
 {
     (void)ctx;
@@ -532,6 +573,7 @@ Test(publish, failure_between_the_two_files_keeps_the_old_ones)
     char *a = slurp(e.out, NULL), *b = slurp(e.logits, NULL);
     cr_assert_str_eq(a, "old capture\n");
     cr_assert_str_eq(b, "old logits\n");
+    cr_assert(!exists(e.topk), "%s left behind", e.topk);
     free(a);
     free(b);
     /* No temporary or backup file is left beside them. */
@@ -576,6 +618,37 @@ static void check_side_file(const cJSON *doc, const char *path)
     vt_logits_frames_free(fr, n);
 }
 
+/* The top-k side file beside the capture at path: checked whole by the
+ * reader (size, SHA-256, every entry); greedy: each token is its
+ * position's first entry. */
+static void check_topk_file(const cJSON *doc, const char *path, int32_t k)
+{
+    const cJSON *tf = get(doc, "topk_file");
+    cr_assert_str_eq(get(tf, "format")->valuestring, VT_TOPK_FORMAT);
+    char side[300];
+    snprintf(side, sizeof side, "%.*s/%s", (int)(strrchr(path, '/') - path), path, get(tf, "name")->valuestring);
+    int64_t positions = 0;
+    for (const cJSON *r = get(doc, "runs")->child; r; r = r->next)
+        positions += cJSON_GetArraySize(get(r, "tokens"));
+    vt_topk_file f;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_topk_file_open(side, k, positions, (int32_t)get(get(get(doc, "model"), "gguf"), "n_vocab")->valuedouble,
+                                   get(tf, "sha256")->valuestring, &f, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(get(tf, "size")->valuedouble, 16 + (double)positions * k * 8);
+    int32_t ids[64];
+    float lps[64];
+    cr_assert_leq(k, 64);
+    int64_t pos = 0;
+    for (const cJSON *r = get(doc, "runs")->child; r; r = r->next)
+        for (const cJSON *t = get(r, "tokens")->child; t; t = t->next, pos++) {
+            cr_assert_eq(vt_topk_file_get(&f, pos, ids, lps, &err), VT_OK, "%s", err.msg);
+            cr_assert_eq(ids[0], t->valuedouble, "position %lld", (long long)pos);
+            cr_assert(lps[0] <= 0 && lps[0] > -50);
+        }
+    vt_topk_file_close(&f);
+}
+
 static void check_strict_capture(const cJSON *doc, const char *runner)
 {
     cr_assert_str_eq(get(get(get(doc, "runtime"), "runner"), "name")->valuestring, runner);
@@ -589,12 +662,7 @@ static void check_strict_capture(const cJSON *doc, const char *runner)
     for (const cJSON *r = get(doc, "runs")->child; r; r = r->next) {
         cr_assert_str_eq(get(r, "status")->valuestring, "ok");
         cr_assert_eq(cJSON_GetArraySize(get(r, "tokens")), 4);
-        const cJSON *top = get(r, "topk");
-        cr_assert_eq(cJSON_GetArraySize(top), 4);
-        /* Greedy: each token is its position's first top-k entry. */
-        for (int i = 0; i < 4; i++)
-            cr_assert_eq(get(cJSON_GetArrayItem(cJSON_GetArrayItem(top, i), 0), "id")->valuedouble,
-                         cJSON_GetArrayItem(get(r, "tokens"), i)->valuedouble);
+        cr_assert(!cJSON_GetObjectItem(r, "topk"), "top-k belongs in the side file");
     }
 }
 
@@ -612,6 +680,7 @@ Test(capture, strict_engine_and_llamacpp_captures_publish)
     cJSON *eng = check_document(e.out, "#/$defs/capture");
     check_strict_capture(eng, "engine");
     check_side_file(eng, e.logits);
+    check_topk_file(eng, e.out, 5);
     cr_assert(!cJSON_GetObjectItem(eng, "created_utc"));
 
     /* Same inputs, same bytes (no timestamp). */
@@ -627,12 +696,20 @@ Test(capture, strict_engine_and_llamacpp_captures_publish)
     cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
     cr_assert_str_eq(get(get(ja, "logits_file"), "sha256")->valuestring,
                      get(get(jb, "logits_file"), "sha256")->valuestring);
+    cr_assert_str_eq(get(get(ja, "topk_file"), "sha256")->valuestring,
+                     get(get(jb, "topk_file"), "sha256")->valuestring);
+    cr_assert_str_eq(get(get(ja, "topk_file"), "name")->valuestring, "c.topk");
+    cr_assert_str_eq(get(get(jb, "topk_file"), "name")->valuestring, "again.topk");
     cJSON_Delete(ja);
     cJSON_Delete(jb);
     free(a);
     free(b);
+    /* In another directory under the same name: the top-k side file's
+     * name (relative to the capture) is the same too. */
     char again2[160];
-    snprintf(again2, sizeof again2, "%s/again2.json", e.dir);
+    snprintf(again2, sizeof again2, "%s/sub", e.dir);
+    cr_assert_eq(mkdir(again2, 0755), 0);
+    snprintf(again2, sizeof again2, "%s/sub/again.json", e.dir);
     cr_assert_eq(capture_strict(&e, "engine", again, "--overwrite"), 0, "%s", e.cmd_err);
     cr_assert_eq(capture_strict(&e, "engine", again2, NULL), 0, "%s", e.cmd_err);
     a = slurp(again, &n1);
@@ -649,6 +726,7 @@ Test(capture, strict_engine_and_llamacpp_captures_publish)
     cr_assert_eq(rc, 0, "%s", e.cmd_err);
     cJSON *orc = check_document(oracle, "#/$defs/capture");
     check_strict_capture(orc, "llamacpp");
+    check_topk_file(orc, oracle, 5);
     const cJSON *pkg = get(orc, "package");
     cr_assert_str_eq(get(pkg, "kind")->valuestring, "npm");
     cr_assert_str_eq(get(pkg, "name")->valuestring, "@node-llama-cpp/linux-x64");

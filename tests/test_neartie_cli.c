@@ -320,13 +320,68 @@ static cJSON *capture_doc(const char *runner, int32_t (*tok)[T], int reps)
     return d;
 }
 
+/* The hand-made runs carry their top-k lists as "topk" members (easy to
+ * edit in a test); a capture keeps them in its side file (topk_file.h).
+ * Moves them from doc into path's side file (path without .json, plus
+ * .topk), in run order, and records it as topk_file, in its place after
+ * logits_file. Runs without "topk" (a capture read back) are left alone. */
+static void move_topk_to_side_file(cJSON *doc, const char *path)
+{
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    if (!runs || !runs->child || !cJSON_GetObjectItemCaseSensitive(runs->child, "topk"))
+        return;
+    int32_t k = (int32_t)get(get(get(doc, "settings"), "resolved"), "logprobs_top_k")->valuedouble;
+    char side[200];
+    snprintf(side, sizeof side, "%.*s.topk", (int)strlen(path) - 5, path);
+    FILE *f = fopen(side, "wb");
+    cr_assert_not_null(f, "%s", side);
+    unsigned char h[16] = { 'V', 'T', 'T', 'O', 'P', 'K', 0, 0, 1, 0, 0, 0, (unsigned char)k, 0, 0, 0 };
+    fwrite(h, 1, sizeof h, f);
+    for (cJSON *r = runs->child; r; r = r->next) {
+        cJSON *top = cJSON_DetachItemFromObjectCaseSensitive(r, "topk");
+        cr_assert_not_null(top);
+        for (const cJSON *pos = top->child; pos; pos = pos->next) {
+            cr_assert_eq(cJSON_GetArraySize(pos), k);
+            for (const cJSON *x = pos->child; x; x = x->next) {
+                uint32_t id = (uint32_t)get(x, "id")->valuedouble;
+                float lp = (float)get(x, "logprob")->valuedouble;
+                uint32_t u;
+                memcpy(&u, &lp, 4);
+                unsigned char b[8];
+                for (int i = 0; i < 4; i++) {
+                    b[i] = (unsigned char)(id >> (8 * i));
+                    b[4 + i] = (unsigned char)(u >> (8 * i));
+                }
+                fwrite(b, 1, 8, f);
+            }
+        }
+        cJSON_Delete(top);
+    }
+    cr_assert_eq(fclose(f), 0);
+    vt_sha256_hex sh;
+    uint64_t size;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_sha256_file(side, &sh, &size, &err), VT_OK, "%s", err.msg);
+    cJSON *det = cJSON_DetachItemFromObjectCaseSensitive(doc, "determinism");
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "topk_file");
+    cJSON *tf = cJSON_AddObjectToObject(doc, "topk_file");
+    cJSON_AddStringToObject(tf, "name", strrchr(side, '/') + 1);
+    cJSON_AddNumberToObject(tf, "size", (double)size);
+    cJSON_AddStringToObject(tf, "sha256", sh.hex);
+    cJSON_AddStringToObject(tf, "format", "vt.topk/1");
+    cJSON_AddItemToObject(doc, "determinism", det);
+}
+
 /* (Re)seals doc as capture.h says and writes it: workload_seal over
  * {model, prompts, settings.resolved}, then seal over everything before
- * it; canonical JSON and a newline. */
+ * it; canonical JSON and a newline. doc is left as written (its runs'
+ * top-k lists, if it had them, moved to the side file). */
 static void write_sealed(cJSON *doc, const char *path)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "workload_seal");
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "seal");
+    move_topk_to_side_file(doc, path);
     vt_error err;
     vt_error_clear(&err);
     cJSON *w = vt_capture_workload(doc);
@@ -591,6 +646,8 @@ Test(seed, fifteen_strict_one_near_tie_125)
     cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, 760);
     cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, 9175);
     cr_assert_eq(get(fd, "gap_mnats")->valuedouble, 125);
+    /* Neither capture has the other's token in its top 2 there. */
+    cr_assert(cJSON_IsNull(get(fd, "local_margin_mnats")) && cJSON_IsNull(get(fd, "oracle_margin_mnats")));
     cr_assert(cJSON_IsNull(get(report_prompt(r, 0), "first_divergence")));
     cr_assert(cJSON_IsTrue(get(get(r, "gate"), "passed")));
     /* The largest gap, with the local tokens before it. */
@@ -623,6 +680,42 @@ Test(seed, fifteen_strict_one_near_tie_125)
     cJSON *r2 = check_report(e.R);
     cr_assert(cJSON_IsFalse(get(get(r2, "gate"), "passed")));
     cJSON_Delete(r2);
+    teardown(&e);
+}
+
+static cJSON *at(cJSON *root, const char *path);
+
+/* The top-k entry of run r (its index in runs) at position i, slot j. */
+static void set_topk(cJSON *doc, int r, int i, int j, int32_t id, double logprob)
+{
+    cJSON *x = cJSON_GetArrayItem(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(doc, "runs"), r), "topk"), i), j);
+    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "id"), id);
+    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "logprob"), logprob);
+}
+
+Test(seed, margins_at_the_first_divergence_come_from_the_top_k_files)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    /* At prompt 15's divergence the engine ranked the oracle's 9175 second,
+     * 31.25 milli-nats behind its own 760; the oracle ranked 760 second,
+     * 125 behind 9175 (as its teacher-forced scores say). */
+    set_topk(d.L, 15, 7, 1, 9175, -0.28125);
+    set_topk(d.O, 15, 7, 1, 760, -0.375);
+    docs_write(&e, &d, NULL);
+    int rc = neartie(&e, NULL);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    const cJSON *fd = get(report_prompt(r, 15), "first_divergence");
+    cr_assert_eq(get(fd, "local_margin_mnats")->valuedouble, 31.25);
+    cr_assert_eq(get(fd, "oracle_margin_mnats")->valuedouble, 125);
+    cJSON_Delete(r);
+    cr_assert(strstr(e.cmd_out, "  p15 position 7: local 31.250, oracle 125.000\n"), "%s", e.cmd_out);
+    char *x = slurp(e.J, NULL);
+    cr_assert(strstr(x, "(margins: local 31.250, oracle 125.000)"), "%s", x);
+    free(x);
     teardown(&e);
 }
 
@@ -1087,16 +1180,74 @@ Test(input, schema_violations_name_the_field)
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, NULL), "field runs[5].status: expected \"status\": \"ok\" or \"error\"");
     docs_make(&d, 125.0);
-    cJSON *pos = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), 1), "topk"), 3);
-    cJSON_AddNumberToObject(cJSON_GetArrayItem(pos, 1), "rank", 2);
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(at(d.L, "runs"), 1), "rank", 2);
     docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "field runs[1].topk[3][1].logprob: expected \"logprob\": a number in "
-                                          "canonical form, then '}' (no other member)");
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs[1]: expected '}' after the run's last member"), "%s", e.cmd_err);
     /* A document of the other kind. */
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle S.json --prefix-scores S.json", e.dir,
                           VT_BIN), "S.json: field schema: \"vt.prefix-scores/1\": expected \"vt.capture/1\"");
+    teardown(&e);
+}
+
+Test(input, top_k_side_files_are_checked_whole)
+{
+    env e;
+    setup(&e);
+    docs d;
+    char side[200];
+    snprintf(side, sizeof side, "%s/L.topk", e.dir);
+    /* One byte changed: not the file the capture's seal covers. */
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    size_t n;
+    char *s = slurp(side, &n);
+    cr_assert_eq(n, 16 + (size_t)REPS * P * T * 2 * 8);
+    s[100] ^= 1;
+    spit(side, s, n);
+    expect_refused(&e, neartie(&e, NULL), "L.topk: sha256 ");
+    cr_assert(strstr(e.cmd_err, "expected " ) && strstr(e.cmd_err, "the capture's topk_file.sha256"), "%s", e.cmd_err);
+    /* Cut short. */
+    s[100] ^= 1;
+    spit(side, s, n - 8);
+    expect_refused(&e, neartie(&e, NULL), "L.topk: size 8200: expected 8208 bytes (a vt.topk/1 file of 512 positions x 2 "
+                                          "entries)");
+    free(s);
+    /* Missing. */
+    unlink(side);
+    expect_refused(&e, neartie(&e, NULL), "L.topk: cannot read: No such file or directory");
+    /* An entry that is no log-prob, and one out of order, in files the
+     * seals do cover: run 1 (prompt 1, after prompt 0's 16 positions),
+     * position 3, entry 1, at byte 16 + (19 x 2 + 1) x 8. */
+    docs_make(&d, 125.0);
+    set_topk(d.L, 1, 3, 1, 1000 + 17 + 3 + 1, 0.5);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.topk: offset 328: position 19 entry 1: expected log-prob: finite and <= 0");
+    docs_make(&d, 125.0);
+    set_topk(d.O, 1, 3, 1, 1000 + 17 + 3 + 1, -0.125);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.topk: offset 328: position 19 entry 1: expected entries highest log-prob "
+                                          "first, equal log-probs in increasing id");
+    docs_make(&d, 125.0);
+    set_topk(d.O, 1, 3, 1, VOCAB, -3);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.topk: offset 328: position 19 entry 1: expected id: a token id below the "
+                                          "model's n_vocab");
+    /* The capture's own record of it: its size, and null with top-k asked for. */
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    cJSON *L = load_json(e.L);
+    cJSON_SetNumberValue(at(at(L, "topk_file"), "size"), 8200);
+    write_sealed(L, e.L);
+    expect_refused(&e, neartie(&e, NULL), "L.json: field topk_file.size: 8200: expected 8208 (16 + 512 positions x 2 "
+                                          "entries x 8)");
+    cJSON_ReplaceItemInObjectCaseSensitive(L, "topk_file", cJSON_CreateNull());
+    write_sealed(L, e.L);
+    expect_refused(&e, neartie(&e, NULL), "L.json: field topk_file: null: expected a file with settings.resolved."
+                                          "logprobs_top_k 2");
+    cJSON_Delete(L);
     teardown(&e);
 }
 
@@ -1119,14 +1270,14 @@ Test(input, non_canonical_json_is_refused)
     docs_write(&e, &d, NULL);
     size_t n;
     char *s = slurp(e.O, &n);
-    char *t = strstr(s, "\"logprob\":-0.25}");
+    char *t = strstr(s, "\"tokens\":[1000,");
     cr_assert_not_null(t);
     char *u = malloc(n + 2);
     size_t a = (size_t)(t - s) + 10;
     memcpy(u, s, a);
-    memcpy(u + a, "-0.250", 6); /* one digit more, same value */
-    memcpy(u + a + 6, s + a + 5, n - a - 5);
-    n++;
+    memcpy(u + a, "1000.0", 6); /* two characters more, same value */
+    memcpy(u + a + 6, s + a + 4, n - a - 4);
+    n += 2;
     size_t body = n - 76; /* ,"seal":"<64 hex>"}\n */
     u[body] = '}';
     vt_sha256_hex h;
@@ -1136,7 +1287,7 @@ Test(input, non_canonical_json_is_refused)
     spit(e.O, u, n);
     free(s);
     free(u);
-    expect_refused(&e, neartie(&e, NULL), "field runs[0].topk[0][0].logprob: expected \"logprob\": a number in canonical");
+    expect_refused(&e, neartie(&e, NULL), "field runs[0].tokens[0]");
     /* Not JSON at all, and no file. */
     spit(e.O, "{\"schema\": ", 11);
     expect_refused(&e, neartie(&e, NULL), "O.json: offset ");
@@ -1431,14 +1582,25 @@ Test(real, one_engine_token_changed_fails_the_gate, .timeout = 600)
      * still agree): a token outside the 20 the engine ranked highest. */
     cJSON *L = load_json(e.L);
     const cJSON *run0 = cJSON_GetArrayItem(get(L, "runs"), 4);
-    const cJSON *top = cJSON_GetArrayItem(get(run0, "topk"), 3);
+    /* The engine's top 20 there: position 4 x 16 + 3 of its side file
+     * (repeat 0 of prompts 0..3 before it, 16 tokens each). */
+    char side[200];
+    snprintf(side, sizeof side, "%s/%s", e.dir, get(get(L, "topk_file"), "name")->valuestring);
+    size_t side_len;
+    unsigned char *top = (unsigned char *)slurp(side, &side_len);
+    cr_assert_not_null(top, "%s", side);
+    const size_t off = 16 + (size_t)(4 * 16 + 3) * 20 * 8;
+    cr_assert_geq(side_len, off + 160);
     int32_t was = (int32_t)cJSON_GetArrayItem(get(run0, "tokens"), 3)->valuedouble, now = 0;
     for (int found = 1; found; now++) {
         found = 0;
-        for (const cJSON *x = top->child; x; x = x->next)
-            found |= get(x, "id")->valuedouble == now;
+        for (int j = 0; j < 20; j++) {
+            const unsigned char *q = top + off + 8 * (size_t)j;
+            found |= (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24) == now;
+        }
     }
     now--;
+    free(top);
     cr_assert_neq(now, was);
     for (cJSON *r = at(L, "runs")->child; r; r = r->next)
         if (get(r, "prompt")->valuedouble == 4)

@@ -13,7 +13,8 @@
 
 static const char usage_text[] =
     "usage: vt-capture --runner engine|llamacpp --model X.gguf --prompts P.jsonl --out C.json\n"
-    "                  [--repetitions N] [--max-tokens N] [--top-k K] [--logits-out F]\n"
+    "                  [--repetitions N] [--max-tokens N] [--top-k K] [--topk-out F]\n"
+    "                  [--logits-out F]\n"
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
     "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"
     "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite]\n"
@@ -22,8 +23,10 @@ static const char usage_text[] =
     "\n"
     "Runs every prompt of P.jsonl (JSON Lines: {\"id\",\"text\"} or {\"id\",\"tokens\"}) N times\n"
     "(default 1), generating --max-tokens tokens (default 16), and writes a sealed vt.capture/1:\n"
-    "tokens, the --top-k (default 20) log-probs per position, the SHA-256 of each run's logits,\n"
-    "determinism across repeats, and the identities of model, runtime, package and launcher.\n"
+    "tokens, the SHA-256 of each run's logits and the --top-k (default 20; 0: none) highest\n"
+    "log-probs per position in a binary side file (vt.topk/1, --topk-out; default C.topk beside\n"
+    "C.json) published with it, determinism across repeats, and the identities of model, runtime,\n"
+    "package and launcher.\n"
     "--logits-out also writes every logit (zlib frames) to a side file published with it.\n"
     "--score-prefix-of teacher-forces the runner on LOCAL's repeat-0 token streams and writes\n"
     "vt.prefix-scores/1: per position the log-prob of LOCAL's token and of the runner's argmax.\n"
@@ -86,6 +89,8 @@ int vt_cmd_capture(int argc, char **argv)
             o.out = v;
         else if (strcmp(a, "--logits-out") == 0)
             o.logits_out = v;
+        else if (strcmp(a, "--topk-out") == 0)
+            o.topk_out = v;
         else if (strcmp(a, "--model-manifest") == 0)
             o.model_manifest = v;
         else if (strcmp(a, "--launcher-manifest") == 0)
@@ -112,8 +117,8 @@ int vt_cmd_capture(int argc, char **argv)
                 return bad(a, v, "an integer in 0..1048576");
             o.max_tokens = (int32_t)n;
         } else if (strcmp(a, "--top-k") == 0) {
-            if (!vt_parse_i64(v, 1, 1 << 20, &n))
-                return bad(a, v, "an integer in 1..1048576 (log-probs recorded per position)");
+            if (!vt_parse_i64(v, 0, 1 << 20, &n))
+                return bad(a, v, "an integer in 0..1048576 (log-probs recorded per position; 0: none)");
             o.top_k = (int32_t)n;
         } else
             return bad("option", a, "one of the options in 'vt-capture --help'");
@@ -165,6 +170,8 @@ int vt_cmd_capture(int argc, char **argv)
            s.identical_logits ? "identical" : "DIFFER");
     if (o.logits_out)
         printf("  logits: %s sha256 %s\n", o.logits_out, s.logits_sha256);
+    if (s.topk_path)
+        printf("  top-k: %s sha256 %s\n", s.topk_path, s.topk_sha256);
     printf("  workload_seal %s\n  seal %s\n", s.workload_seal, s.seal);
     if (o.strict)
         printf("  strict: every gate passed\n");
