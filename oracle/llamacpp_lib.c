@@ -132,6 +132,8 @@ static const lib_sym k_syms[] = {
     SYM(batch_free, "llama_batch_free"),
     SYM(decode, "llama_decode"),
     SYM(get_logits_ith, "llama_get_logits_ith"),
+    SYM(model_is_recurrent, "llama_model_is_recurrent"),
+    SYM(model_is_hybrid, "llama_model_is_hybrid"),
 };
 #undef SYM
 

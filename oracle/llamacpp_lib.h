@@ -52,6 +52,8 @@ typedef struct vt_llamacpp_lib {
     void (*batch_free)(struct llama_batch batch);
     int32_t (*decode)(struct llama_context *ctx, struct llama_batch batch);
     float *(*get_logits_ith)(struct llama_context *ctx, int32_t i);
+    bool (*model_is_recurrent)(const struct llama_model *model);
+    bool (*model_is_hybrid)(const struct llama_model *model);
 } vt_llamacpp_lib;
 
 /* The process's libllama: loaded on the first call from libdir, or from

@@ -143,11 +143,18 @@ static int lc_open(const vt_runner_settings *set, void **state, vt_error *err)
     }
     s->threads = threads;
     s->kv = kv == GGML_TYPE_BF16 ? VT_CACHE_BF16 : VT_CACHE_F32;
+    /* Recurrent layers (Qwen3.5's gated delta-net) keep their conv and
+     * recurrent states in F32 whatever the KV cache type; say so, since the
+     * cache dtype then covers the attention layers only. reset clears both
+     * (llama_memory_clear on the hybrid memory). */
+    const char *recurrent = lib->model_is_hybrid(s->model)      ? ", recurrent state F32 (hybrid model)"
+                            : lib->model_is_recurrent(s->model) ? ", recurrent state F32 (recurrent model)"
+                                                                : "";
     snprintf(s->detail, sizeof s->detail,
              "CPU backend %s; %s mode, %d thread%s, up to %d tokens per llama_decode, "
-             "KV cache %s, flash attention off; %s",
+             "KV cache %s%s, flash attention off; %s",
              lib->cpu_backend, mode_name(set->mode), threads, threads == 1 ? "" : "s",
-             s->chunk, kv_name, lib->system_info);
+             s->chunk, kv_name, recurrent, lib->system_info);
     *state = s;
     return VT_OK;
 }

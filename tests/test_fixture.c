@@ -1,9 +1,11 @@
-/* Qwen3 fixtures: tiny models in several codecs have the expected keys,
- * tensors, shapes and types; are byte-identical for one seed (whatever the
- * thread count) and differ for another; their cut vocabulary tokenizes as
- * llama.cpp's tokenizer does; llama.cpp loads and runs them, with peaked
- * next-token distributions; bad options to `vt fixture make` exit 2 with one
- * line naming the option. */
+/* Qwen3 and Qwen3.5 fixtures: tiny models in several codecs have the
+ * expected keys, tensors, shapes and types; are byte-identical for one seed
+ * (whatever the thread count) and differ for another; their cut vocabulary
+ * tokenizes as llama.cpp's tokenizer does; llama.cpp loads and runs them,
+ * with peaked next-token distributions (and, for qwen35, repeatable greedy
+ * generation that is not one token repeated, and teacher-forced scoring that
+ * agrees with it); the presets have the documented shapes; bad options to
+ * `vt fixture make` exit 2 with one line naming the option. */
 #include <criterion/criterion.h>
 
 #include "engine/codec.h"
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #define QWEN_VOCAB VT_VOCAB_DIR "/ggml-vocab-qwen2.gguf"
+#define QWEN35_VOCAB VT_VOCAB_DIR "/ggml-vocab-qwen35.gguf"
 
 static char tmpdir[64];
 
@@ -51,14 +54,21 @@ static void remove_tmpdir(void)
 
 TestSuite(qwen3_fixture, .init = make_tmpdir, .fini = remove_tmpdir);
 
-/* Makes tmpdir/name with the tiny preset. */
-static const char *make_tiny(vt_ggml *g, const char *name, const char *type, uint64_t seed, int tied,
-                             int threads)
+/* tmpdir/name, in one of 8 rotating buffers. */
+static char *tmp_path(const char *name)
 {
     static char path[8][256];
     static int next;
     char *p = path[next++ % 8];
     snprintf(p, 256, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* Makes tmpdir/name with the tiny preset. */
+static const char *make_tiny(vt_ggml *g, const char *name, const char *type, uint64_t seed, int tied,
+                             int threads)
+{
+    char *p = tmp_path(name);
     vt_qwen3_fixture_opts o;
     memset(&o, 0, sizeof o);
     cr_assert(vt_qwen3_preset("tiny", &o.shape));
@@ -188,21 +198,38 @@ static void check_tiny(const char *path, int type, int tied, uint64_t seed)
     vt_gguf_free(g);
 }
 
-static void layout_and_determinism(const char *type)
+typedef const char *(*make_fn)(vt_ggml *g, const char *name, const char *type, uint64_t seed, int threads);
+typedef void (*check_fn)(const char *path, int type, uint64_t seed);
+
+/* Seed 7 with 1 and 3 threads, seed 8 with one per CPU: the layout checked,
+ * the same bytes for one seed, different bytes for another. */
+static void layout_and_determinism_of(make_fn make, check_fn check, const char *type)
 {
     vt_error err;
     vt_error_clear(&err);
     vt_ggml *g = vt_ggml_open(NULL, &err);
     cr_assert_not_null(g, "%s", err.msg);
     const vt_codec *c = vt_codec_by_name(type);
-    const char *a = make_tiny(g, "a.gguf", type, 7, 0, 1);
-    const char *b = make_tiny(g, "b.gguf", type, 7, 0, 3);
-    const char *d = make_tiny(g, "d.gguf", type, 8, 0, 0);
-    check_tiny(a, (int)c->type, 0, 7);
-    check_tiny(d, (int)c->type, 0, 8);
+    const char *a = make(g, "a.gguf", type, 7, 1);
+    const char *b = make(g, "b.gguf", type, 7, 3);
+    const char *d = make(g, "d.gguf", type, 8, 0);
+    check(a, (int)c->type, 7);
+    check(d, (int)c->type, 8);
     cr_assert(same_bytes(a, b), "%s: seed 7 twice (1 and 3 threads): files differ", type);
     cr_assert(!same_bytes(a, d), "%s: seeds 7 and 8: files are identical", type);
     vt_ggml_free(g);
+}
+
+static const char *make_tiny_untied(vt_ggml *g, const char *name, const char *type, uint64_t seed, int threads)
+{
+    return make_tiny(g, name, type, seed, 0, threads);
+}
+
+static void check_tiny_untied(const char *path, int type, uint64_t seed) { check_tiny(path, type, 0, seed); }
+
+static void layout_and_determinism(const char *type)
+{
+    layout_and_determinism_of(make_tiny_untied, check_tiny_untied, type);
 }
 
 Test(qwen3_fixture, tiny_f32) { layout_and_determinism("F32"); }
@@ -247,14 +274,12 @@ static const char *const texts[] = {
     "<|endoftext|>",
 };
 
-Test(qwen3_fixture, tiny_vocabulary_tokenizes_as_llama_cpp)
+/* The cut vocabulary of the tiny fixture at path tokenizes (and
+ * detokenizes) every text as llama.cpp does. */
+static void vocab_agrees_with_llama_cpp(const char *path)
 {
     vt_error err;
     vt_error_clear(&err);
-    vt_ggml *gg = vt_ggml_open(NULL, &err);
-    cr_assert_not_null(gg, "%s", err.msg);
-    const char *path = make_tiny(gg, "vocab.gguf", "Q8_0", 1, 0, 0);
-    vt_ggml_free(gg);
     vt_gguf *g = vt_gguf_open(path, &err);
     cr_assert_not_null(g, "%s", err.msg);
     vt_tokenizer *t = vt_tokenizer_open(g, &err);
@@ -297,23 +322,44 @@ Test(qwen3_fixture, tiny_vocabulary_tokenizes_as_llama_cpp)
     vt_gguf_free(g);
 }
 
+Test(qwen3_fixture, tiny_vocabulary_tokenizes_as_llama_cpp)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *gg = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(gg, "%s", err.msg);
+    const char *path = make_tiny(gg, "vocab.gguf", "Q8_0", 1, 0, 0);
+    vt_ggml_free(gg);
+    vocab_agrees_with_llama_cpp(path);
+}
+
 /* ---- llama.cpp loads and runs the fixtures ---- */
 
 /* Loads path with the llamacpp runner, evaluates a prompt one token at a
  * time, returns the mean top-1 probability of the next-token distributions
  * (all finite). */
-static double run_llama(const char *path)
+/* The llamacpp runner on path: 64 tokens of context, one thread (tiny
+ * models: more threads only spin). */
+static vt_runner *open_llama(const char *path, vt_exec_mode mode)
 {
     vt_runner_settings set;
     vt_runner_settings_default(&set);
     set.model_path = path;
     set.n_ctx = 64;
-    set.n_threads = 1; /* tiny: more threads only spin */
-    set.mode = VT_MODE_EAGER;
+    set.n_threads = 1;
+    set.mode = mode;
     vt_error err;
     vt_error_clear(&err);
     vt_runner *r = vt_runner_open(vt_runner_find("llamacpp"), &set, &err);
-    cr_assert_not_null(r, "%s", err.msg);
+    cr_assert_not_null(r, "%s: %s", path, err.msg);
+    return r;
+}
+
+static double run_llama(const char *path)
+{
+    vt_runner *r = open_llama(path, VT_MODE_EAGER);
+    vt_error err;
+    vt_error_clear(&err);
     int32_t n_vocab = vt_runner_n_vocab(r);
     cr_assert_eq(n_vocab, 1280);
     /* arbitrary ids: the check is on the arithmetic, not the text */
@@ -392,11 +438,39 @@ Test(qwen3_fixture, cli_makes_the_same_file_as_the_library)
     cr_assert(same_bytes(lib, cli), "CLI and library files differ");
 }
 
+typedef struct bad_case {
+    const char *args, *names; /* `vt fixture make ARGS`; the option the message names */
+} bad_case;
+
+/* Each case exits 2 with one line naming the option and what was expected;
+ * then a vocabulary that is not there (extra: more options) exits 2, names
+ * the file and leaves no output behind. */
+static void expect_bad_options(const bad_case *cases, size_t n, const char *extra)
+{
+    for (size_t i = 0; i < n; i++) {
+        char args[256], out[4096];
+        snprintf(args, sizeof args, "fixture make %s", cases[i].args);
+        int st = run_vt(args, out, sizeof out);
+        cr_assert_eq(st, 2, "'%s': exit %d: %s", args, st, out);
+        char *nl = strchr(out, '\n');
+        cr_assert(nl && nl[1] == '\0', "'%s': expected one line: %s", args, out);
+        cr_assert(strstr(out, cases[i].names), "'%s': expected the message to name %s: %s", args,
+                  cases[i].names, out);
+        cr_assert(strstr(out, "expected"), "'%s': expected the message to say what was expected: %s",
+                  args, out);
+    }
+    char args[256], out[4096];
+    snprintf(args, sizeof args, "fixture make %s --preset tiny --vocab /nonexistent.gguf -o /tmp/vt-never.gguf",
+             extra);
+    cr_assert_eq(run_vt(args, out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "/nonexistent.gguf"), "%s", out);
+    struct stat st;
+    cr_assert_neq(stat("/tmp/vt-never.gguf", &st), 0, "a file was left behind");
+}
+
 Test(qwen3_fixture, cli_bad_options_exit_2_with_one_line)
 {
-    static const struct {
-        const char *args, *names;
-    } cases[] = {
+    static const bad_case cases[] = {
         { "--preset huge -o X", "--preset" },
         { "--preset tiny --weights Q9_9 -o X", "--weights" },
         { "--preset tiny --weights Q8_1 -o X", "--weights" }, /* no decoder */
@@ -415,23 +489,260 @@ Test(qwen3_fixture, cli_bad_options_exit_2_with_one_line)
         { "--preset codecs --arch qwen3 -o X", "--arch" },
         { "--preset codecs --cols 100 -o X", "--cols" },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[256], out[4096];
-        snprintf(args, sizeof args, "fixture make %s", cases[i].args);
-        int st = run_vt(args, out, sizeof out);
-        cr_assert_eq(st, 2, "'%s': exit %d: %s", args, st, out);
-        char *nl = strchr(out, '\n');
-        cr_assert(nl && nl[1] == '\0', "'%s': expected one line: %s", args, out);
-        cr_assert(strstr(out, cases[i].names), "'%s': expected the message to name %s: %s", args,
-                  cases[i].names, out);
-        cr_assert(strstr(out, "expected"), "'%s': expected the message to say what was expected: %s",
-                  args, out);
+    expect_bad_options(cases, sizeof cases / sizeof cases[0], "");
+}
+
+/* ---- Qwen3.5 ---- */
+
+TestSuite(qwen35_fixture, .init = make_tmpdir, .fini = remove_tmpdir);
+
+/* Makes tmpdir/name with the qwen35 tiny preset. */
+static const char *make_tiny35(vt_ggml *g, const char *name, const char *type, uint64_t seed, int threads)
+{
+    char *p = tmp_path(name);
+    vt_qwen35_fixture_opts o;
+    memset(&o, 0, sizeof o);
+    cr_assert(vt_qwen35_preset("tiny", &o.shape));
+    const vt_codec *c = vt_codec_by_name(type);
+    cr_assert_not_null(c, "%s", type);
+    o.weights_type = (int)c->type;
+    o.seed = seed;
+    o.vocab_path = QWEN35_VOCAB;
+    o.n_threads = threads;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_fixture_make_qwen35(g, &o, p, &err);
+    cr_assert_eq(rc, VT_OK, "%s %s: %s", name, type, err.msg);
+    return p;
+}
+
+/* The qwen35 tiny layout, as documented in fixture.h: the keys llama.cpp
+ * reads, and every tensor it creates with its shape and type. */
+static void check_tiny35(const char *path, int type, uint64_t seed)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gguf *g = vt_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    vt_gguf_str s;
+    cr_assert(vt_gguf_get_str(g, "general.architecture", &s) && s.len == 6 && !memcmp(s.ptr, "qwen35", 6));
+    static const struct {
+        const char *key;
+        uint64_t v;
+    } keys[] = {
+        { "qwen35.block_count", 4 }, { "qwen35.context_length", 4096 }, { "qwen35.embedding_length", 256 },
+        { "qwen35.feed_forward_length", 512 }, { "qwen35.attention.head_count", 4 },
+        { "qwen35.attention.head_count_kv", 2 }, { "qwen35.attention.key_length", 64 },
+        { "qwen35.attention.value_length", 64 }, { "qwen35.rope.dimension_count", 16 },
+        { "qwen35.ssm.conv_kernel", 4 }, { "qwen35.ssm.state_size", 64 }, { "qwen35.ssm.group_count", 2 },
+        { "qwen35.ssm.time_step_rank", 4 }, { "qwen35.ssm.inner_size", 256 },
+        { "qwen35.full_attention_interval", 4 },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        cr_assert_eq(get_u64(g, keys[i].key), keys[i].v, "%s", keys[i].key);
+    double f;
+    cr_assert(vt_gguf_get_f64(g, "qwen35.rope.freq_base", &f) && f == 1e7);
+    cr_assert(vt_gguf_get_f64(g, "qwen35.attention.layer_norm_rms_epsilon", &f) && fabs(f - 1e-6) < 1e-12);
+    int64_t k = vt_gguf_find_key(g, "qwen35.rope.dimension_sections");
+    cr_assert_geq(k, 0, "rope.dimension_sections missing");
+    const vt_gguf_value *sec = vt_gguf_kv_value(g, (uint64_t)k);
+    cr_assert_eq(sec->type, VT_GGUF_ARRAY);
+    cr_assert_eq(sec->count, 4u);
+    static const int64_t want_sec[4] = { 3, 3, 2, 0 };
+    for (uint64_t i = 0; i < 4; i++) {
+        vt_gguf_value e;
+        cr_assert(vt_gguf_array_get(g, sec, i, &e));
+        cr_assert_eq(e.v.i64, want_sec[i], "section %llu", (unsigned long long)i);
     }
-    /* a vocabulary that is not there */
-    char out[4096];
-    cr_assert_eq(run_vt("fixture make --preset tiny --vocab /nonexistent.gguf -o /tmp/vt-never.gguf", out,
-                        sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "/nonexistent.gguf"), "%s", out);
-    struct stat st;
-    cr_assert_neq(stat("/tmp/vt-never.gguf", &st), 0, "a file was left behind");
+    cr_assert(vt_gguf_get_str(g, "tokenizer.ggml.pre", &s) && s.len == 6 && !memcmp(s.ptr, "qwen35", 6));
+    cr_assert_eq(get_u64(g, "vt.fixture.seed"), seed);
+
+    const int64_t n_vocab = 1280;
+    expect_tensor(g, "token_embd.weight", type, 256, n_vocab);
+    size_t n_tensors = 3;
+    for (int il = 0; il < 4; il++) {
+        char n[64];
+#define T(suffix) (snprintf(n, sizeof n, "blk.%d." suffix, il), n)
+        expect_tensor(g, T("attn_norm.weight"), VT_TYPE_F32, 256, 0);
+        expect_tensor(g, T("post_attention_norm.weight"), VT_TYPE_F32, 256, 0);
+        expect_tensor(g, T("ffn_gate.weight"), type, 256, 512);
+        expect_tensor(g, T("ffn_up.weight"), type, 256, 512);
+        expect_tensor(g, T("ffn_down.weight"), type, 512, 256);
+        cr_assert_null(vt_gguf_find_tensor(g, T("ffn_norm.weight")));
+        if (il < 3) { /* gated delta-net: K = 2, H = 4 heads of 64 */
+            expect_tensor(g, T("attn_qkv.weight"), type, 256, 512);
+            expect_tensor(g, T("attn_gate.weight"), type, 256, 256);
+            expect_tensor(g, T("ssm_conv1d.weight"), VT_TYPE_F32, 4, 512);
+            expect_tensor(g, T("ssm_dt.bias"), VT_TYPE_F32, 4, 0);
+            expect_tensor(g, T("ssm_a"), VT_TYPE_F32, 4, 0);
+            expect_tensor(g, T("ssm_beta.weight"), type, 256, 4);
+            expect_tensor(g, T("ssm_alpha.weight"), type, 256, 4);
+            expect_tensor(g, T("ssm_norm.weight"), VT_TYPE_F32, 64, 0);
+            expect_tensor(g, T("ssm_out.weight"), type, 256, 256);
+            cr_assert_null(vt_gguf_find_tensor(g, T("attn_q.weight")));
+            /* decay exp(ssm_a * softplus(.)) in (0, 1): ssm_a < 0; softplus(dt bias) a realistic step */
+            const float *a = vt_gguf_find_tensor(g, T("ssm_a"))->data;
+            const float *dt = vt_gguf_find_tensor(g, T("ssm_dt.bias"))->data;
+            for (int h = 0; h < 4; h++) {
+                cr_assert(a[h] <= -1.0f && a[h] >= -16.0f, "ssm_a[%d] = %g", h, (double)a[h]);
+                double step = log1p(exp(dt[h]));
+                cr_assert(step >= 0.999e-3 && step <= 0.1001, "softplus(dt_bias[%d]) = %g", h, step);
+            }
+            n_tensors += 14; /* 5 common + 9 */
+        } else { /* full attention: 4 query heads (+ gates), 2 key/value heads of 64 */
+            expect_tensor(g, T("attn_q.weight"), type, 256, 512);
+            expect_tensor(g, T("attn_k.weight"), type, 256, 128);
+            expect_tensor(g, T("attn_v.weight"), type, 256, 128);
+            expect_tensor(g, T("attn_output.weight"), type, 256, 256);
+            expect_tensor(g, T("attn_q_norm.weight"), VT_TYPE_F32, 64, 0);
+            expect_tensor(g, T("attn_k_norm.weight"), VT_TYPE_F32, 64, 0);
+            cr_assert_null(vt_gguf_find_tensor(g, T("attn_qkv.weight")));
+            n_tensors += 11; /* 5 common + 6 */
+        }
+#undef T
+    }
+    expect_tensor(g, "output_norm.weight", VT_TYPE_F32, 256, 0);
+    expect_tensor(g, "output.weight", type, 256, n_vocab);
+    cr_assert_eq(vt_gguf_n_tensors(g), (uint64_t)n_tensors);
+    vt_gguf_free(g);
+}
+
+static void layout_and_determinism35(const char *type)
+{
+    layout_and_determinism_of(make_tiny35, check_tiny35, type);
+}
+
+Test(qwen35_fixture, tiny_f32) { layout_and_determinism35("F32"); }
+Test(qwen35_fixture, tiny_q4_k) { layout_and_determinism35("Q4_K"); }
+
+Test(qwen35_fixture, presets_have_the_documented_shapes)
+{
+    vt_qwen35_shape s;
+    cr_assert(vt_qwen35_preset("bench-0.8b", &s));
+    /* Qwen3.5-0.8B's text model */
+    cr_assert(s.n_layer == 24 && s.full_attn_interval == 4 && s.n_embd == 1024 && s.n_ff == 3584 &&
+              s.n_ctx_train == 262144);
+    cr_assert(s.n_head == 8 && s.n_head_kv == 2 && s.head_dim == 256 && s.rope_dim == 64 &&
+              s.rope_sections[0] == 11 && s.rope_sections[1] == 11 && s.rope_sections[2] == 10 &&
+              s.rope_sections[3] == 0 && s.rope_base == 1e7f);
+    cr_assert(s.ssm_conv_kernel == 4 && s.ssm_state_size == 128 && s.ssm_group_count == 16 &&
+              s.ssm_time_step_rank == 16 && s.rms_eps == 1e-6f && s.vocab_merges == 0 && s.tied);
+    int full = 0;
+    for (int il = 0; il < s.n_layer; il++)
+        if (!vt_qwen35_is_recurrent(&s, il)) {
+            cr_assert_eq(il % 4, 3, "layer %d: full attention", il);
+            full++;
+        }
+    cr_assert_eq(full, 6);
+    cr_assert(vt_qwen35_preset("tiny", &s));
+    cr_assert(s.n_layer == 4 && s.full_attn_interval == 4 && s.n_embd == 256 && s.vocab_merges > 0 && !s.tied);
+    cr_assert(vt_qwen35_is_recurrent(&s, 0) && vt_qwen35_is_recurrent(&s, 2) && !vt_qwen35_is_recurrent(&s, 3));
+    cr_assert(!vt_qwen35_preset("small", &s));
+    cr_assert(!vt_qwen35_preset("bench-0.6b", &s));
+    cr_assert(!vt_qwen35_preset(NULL, &s));
+}
+
+Test(qwen35_fixture, tiny_vocabulary_tokenizes_as_llama_cpp)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *gg = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(gg, "%s", err.msg);
+    const char *path = make_tiny35(gg, "vocab.gguf", "Q8_0", 1, 0);
+    vt_ggml_free(gg);
+    vocab_agrees_with_llama_cpp(path);
+}
+
+/* llama.cpp greedy-generates from path twice in one context, another prompt
+ * in between (the hybrid memory cleared each time): the same tokens both
+ * times, not one token repeated; teacher-forced on its own tokens it picks
+ * them again. */
+static void generate_with_llama(const char *path)
+{
+    vt_runner *r = open_llama(path, VT_MODE_PRODUCTION);
+    vt_error err;
+    vt_error_clear(&err);
+    const int32_t n_vocab = vt_runner_n_vocab(r);
+    cr_assert_eq(n_vocab, 1280);
+    /* arbitrary ids, as in run_llama */
+    const int32_t prompt[6] = { 52, 300, 640, 1000, 13, 256 };
+    enum { N = 16 };
+    int32_t a[N], b[N], other[N];
+    static float logits[N * 1280];
+    cr_assert_eq(vt_runner_generate(r, prompt, 6, N, a, NULL, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_runner_generate(r, prompt + 1, 5, N, other, NULL, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_runner_generate(r, prompt, 6, N, b, NULL, &err), VT_OK, "%s", err.msg);
+    int distinct = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(a[i], b[i], "%s: position %d: %d then %d", path, i, a[i], b[i]);
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= a[j] == a[i];
+        distinct += !seen;
+    }
+    cr_assert_geq(distinct, 6, "%s: %d distinct tokens in %d: degenerate", path, distinct, N);
+    cr_assert_eq(vt_runner_score(r, prompt, 6, a, N, logits, &err), VT_OK, "%s", err.msg);
+    int agree = 0;
+    for (int i = 0; i < N; i++)
+        agree += vt_argmax(logits + (size_t)i * n_vocab, n_vocab) == a[i];
+    /* batched scoring and one-token generation take different paths through
+     * llama.cpp's delta-net (chunked vs recurrent): near ties may flip */
+    cr_assert_geq(agree, N - 3, "%s: teacher-forced argmax agrees at %d of %d positions", path, agree, N);
+    vt_runner_close(r);
+}
+
+Test(qwen35_fixture, llama_cpp_loads_and_runs_tiny_models, .timeout = 120)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *g = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    static const char *const types[] = { "F32", "BF16", "Q8_0", "Q4_K" };
+    const char *paths[4];
+    char name[32];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "run-%s.gguf", types[i]);
+        paths[i] = make_tiny35(g, name, types[i], 1, 0);
+    }
+    vt_ggml_free(g);
+    for (int i = 0; i < 4; i++) {
+        generate_with_llama(paths[i]);
+        double top1 = run_llama(paths[i]);
+        cr_assert(top1 > 0.2 && top1 < 0.9, "%s: mean top-1 probability %.3f: expected 0.2..0.9",
+                  paths[i], top1);
+    }
+}
+
+Test(qwen35_fixture, cli_makes_the_same_file_as_the_library)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *g = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    const char *lib = make_tiny35(g, "lib.gguf", "Q8_0", 3, 0);
+    vt_ggml_free(g);
+    char args[512], out[4096];
+    snprintf(args, sizeof args, "fixture make --arch qwen35 --preset tiny --weights q8_0 --seed 3 --threads 2 "
+             "--vocab '%s' -o '%s/cli.gguf'", QWEN35_VOCAB, tmpdir);
+    cr_assert_eq(run_vt(args, out, sizeof out), 0, "%s", out);
+    char cli[300];
+    snprintf(cli, sizeof cli, "%s/cli.gguf", tmpdir);
+    cr_assert(same_bytes(lib, cli), "CLI and library files differ");
+}
+
+Test(qwen35_fixture, cli_bad_options_exit_2_with_one_line)
+{
+    static const bad_case cases[] = {
+        { "--arch qwen35 --preset small -o X", "--preset" },
+        { "--arch qwen35 --preset bench-0.6b -o X", "--preset" },
+        { "--arch qwen35 --preset huge -o X", "--preset" },
+        { "--arch qwen36 --preset tiny -o X", "--arch" },
+        { "--arch qwen3 --preset bench-0.8b -o X", "--preset" },
+        { "--arch qwen35 --preset tiny --weights Q8_K -o X", "--weights" },
+        { "--arch qwen35 --preset tiny --rows 8 -o X", "--rows" },
+        { "--arch qwen35 --preset tiny --threads -1 -o X", "--threads" },
+        { "--arch qwen35 --preset tiny", "-o" },
+        { "--arch qwen35 -o X", "--preset" },
+    };
+    expect_bad_options(cases, sizeof cases / sizeof cases[0], "--arch qwen35");
 }

@@ -12,6 +12,8 @@ static const char usage_text[] =
     "usage: vt fixture make --preset codecs [--rows N] [--cols N] [--seed S] -o OUT.gguf\n"
     "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE]\n"
     "                       [--seed S] [--tied|--untied] [--vocab FILE] [--threads N] -o OUT.gguf\n"
+    "       vt fixture make --arch qwen35 --preset tiny|bench-0.8b [--weights TYPE]\n"
+    "                       [--seed S] [--tied|--untied] [--vocab FILE] [--threads N] -o OUT.gguf\n"
     "\n"
     "codecs: one tensor per codec, random rows quantized by ggml's own quantizer,\n"
     "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n"
@@ -26,6 +28,18 @@ static const char usage_text[] =
     "              separate head\n"
     "  bench-0.6b  Qwen3-0.6B's shape: 28 layers, hidden 1024, 16/8 heads of 128,\n"
     "              FFN 3072, full vocabulary, head tied to the embedding\n"
+    "\n"
+    "qwen35 presets: a Qwen3.5 hybrid llama.cpp loads and runs (gated delta-net\n"
+    "layers, one gated full-attention layer in four), vocabulary from\n"
+    "ggml-vocab-qwen35.gguf; norms, ssm_conv1d, ssm_a and ssm_dt F32, every other\n"
+    "tensor in TYPE. Same defaults.\n"
+    "  tiny        4 layers (3 delta-net, 1 attention), hidden 256, FFN 512, attention\n"
+    "              4/2 heads of 64, delta-net 2 key / 4 value heads of 64, vocabulary\n"
+    "              cut to 1280 tokens, separate head\n"
+    "  bench-0.8b  Qwen3.5-0.8B's shape: 24 layers, hidden 1024, FFN 3584, attention\n"
+    "              8/2 heads of 256, delta-net 16 key / 16 value heads of 128, full\n"
+    "              vocabulary, head tied to the embedding\n"
+    "\n"
     "--tied / --untied override the preset's choice of output head. TYPE is any\n"
     "codec with a decoder in 'vt codec list' (F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS...)\n"
     "except Q8_K, an activation-only type llama.cpp cannot multiply.\n";
@@ -105,7 +119,8 @@ int vt_cmd_fixture(int argc, char **argv)
             return bad(a, v, "an unsigned 64-bit integer");
     }
     if (!preset)
-        return bad("--preset", NULL, "codecs, tiny, small or bench-0.6b");
+        return bad("--preset", NULL, arch && strcmp(arch, "qwen35") == 0 ? "tiny or bench-0.8b"
+                                                                        : "codecs, tiny, small or bench-0.6b");
     if (!out)
         return bad("-o", NULL, "an output path");
 
@@ -117,7 +132,8 @@ int vt_cmd_fixture(int argc, char **argv)
         if (weights || vocab || tied >= 0 || threads_set)
             return bad(weights ? "--weights" : vocab ? "--vocab" : tied >= 0 ? (tied ? "--tied" : "--untied")
                                                                               : "--threads",
-                       NULL, "a qwen3 preset (tiny, small, bench-0.6b), not codecs");
+                       NULL, "a model preset (qwen3: tiny, small, bench-0.6b; qwen35: tiny, bench-0.8b), "
+                       "not codecs");
         vt_ggml *g = vt_ggml_open(NULL, &err);
         if (!g || vt_fixture_make_codecs(g, rows, cols, seed, out, &err)) {
             fprintf(stderr, "%s\n", err.msg);
@@ -129,27 +145,33 @@ int vt_cmd_fixture(int argc, char **argv)
         return 0;
     }
 
-    if (arch && strcmp(arch, "qwen3") != 0)
-        return bad("--arch", arch, "qwen3");
-    vt_qwen3_fixture_opts o;
-    memset(&o, 0, sizeof o);
-    if (!vt_qwen3_preset(preset, &o.shape))
-        return bad("--preset", preset, "codecs, tiny, small or bench-0.6b");
+    if (arch && strcmp(arch, "qwen3") != 0 && strcmp(arch, "qwen35") != 0)
+        return bad("--arch", arch, "qwen3 or qwen35");
+    int qwen35 = arch && strcmp(arch, "qwen35") == 0;
+    vt_qwen3_fixture_opts o3;
+    vt_qwen35_fixture_opts o35;
+    memset(&o3, 0, sizeof o3);
+    memset(&o35, 0, sizeof o35);
+    if (qwen35 ? !vt_qwen35_preset(preset, &o35.shape) : !vt_qwen3_preset(preset, &o3.shape))
+        return bad("--preset", preset, qwen35 ? "tiny or bench-0.8b (qwen35)"
+                                              : "codecs, tiny, small or bench-0.6b");
     if (rows_set || cols_set)
-        return bad(rows_set ? "--rows" : "--cols", NULL, "--preset codecs (the qwen3 presets fix their shapes)");
+        return bad(rows_set ? "--rows" : "--cols", NULL, "--preset codecs (the model presets fix their shapes)");
     const vt_codec *c = vt_codec_by_name(weights ? weights : "F32");
     if (!c || !c->decode_f32 || c->type == VT_TYPE_Q8_K)
         return bad("--weights", weights, "a weight codec with a decoder from 'vt codec list' (F32, F16, BF16, "
                    "Q8_0, Q4_K, Q6_K, IQ4_XS, IQ2_XXS...)");
-    if (tied >= 0)
-        o.shape.tied = tied;
-    o.weights_type = (int)c->type;
-    o.seed = seed;
-    o.vocab_path = vocab;
-    o.n_threads = (int)threads;
+    if (tied >= 0) {
+        o3.shape.tied = tied;
+        o35.shape.tied = tied;
+    }
+    o3.weights_type = o35.weights_type = (int)c->type;
+    o3.seed = o35.seed = seed;
+    o3.vocab_path = o35.vocab_path = vocab;
+    o3.n_threads = o35.n_threads = (int)threads;
 
     vt_ggml *g = vt_ggml_open(NULL, &err);
-    if (!g || vt_fixture_make_qwen3(g, &o, out, &err)) {
+    if (!g || (qwen35 ? vt_fixture_make_qwen35(g, &o35, out, &err) : vt_fixture_make_qwen3(g, &o3, out, &err))) {
         fprintf(stderr, "%s\n", err.msg);
         vt_ggml_free(g);
         return err.code ? err.code : 2;
