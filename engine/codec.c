@@ -5,6 +5,7 @@
 #include "codec.h"
 #include "codec_decoders.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -103,6 +104,81 @@ float vt_f16_to_f32(uint16_t h)
     }
     union { uint32_t u; float f; } v = { bits };
     return v.f;
+}
+
+/* ======================================================================
+ * F16 and FP8 E4M3 encoders (the engine's activation rounding and KV cache)
+ * ====================================================================== */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* v / 2^s rounded to nearest, ties to even (s >= 1). */
+static uint32_t rne_shift(uint32_t v, int s)
+{
+    if (s >= 32)
+        return 0; /* v < 2^24 here, below half a unit */
+    uint32_t q = v >> s;
+    uint32_t rem = v & ((1u << s) - 1u), half = 1u << (s - 1);
+    if (rem > half || (rem == half && (q & 1u)))
+        q++;
+    return q;
+}
+
+/* Both narrow formats are encoded the same way: the target unit is
+ * 2^(max(e, e_min) - mant_bits), the significand is rounded to that unit,
+ * and ((E - e_min + 1) << mant_bits) + q is the code, the rounding carry
+ * moving into the exponent by itself (and subnormals falling out at E =
+ * e_min). */
+uint16_t vt_f32_to_f16(float f)
+{
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, top payload bits kept (as F16C) */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* >= 65520 rounds past 65504: inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x00800000u) /* F32 zero or subnormal: far below F16's unit */
+        return sign;
+    int e = (int)(a >> 23) - 127;
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    int E = e < -14 ? -14 : e;
+    uint32_t q = rne_shift(m, 13 + (E - e));
+    return (uint16_t)(sign | (uint32_t)(((E + 14) << 10) + (int)q));
+}
+
+uint8_t vt_fp8_e4m3_from_f32(float f)
+{
+    uint32_t u = f32_bits(f);
+    uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint8_t)(sign | 0x7fu);
+    if (fabsf(f) >= 448.0f) /* saturate: 448 is the largest finite; inf too */
+        return (uint8_t)(sign | 0x7eu);
+    if (a < 0x00800000u)
+        return sign;
+    int e = (int)(a >> 23) - 127;
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    int E = e < -6 ? -6 : e;
+    uint32_t q = rne_shift(m, 20 + (E - e));
+    return (uint8_t)(sign | (uint32_t)(((E + 6) << 3) + (int)q));
+}
+
+float vt_fp8_e4m3_to_f32(uint8_t c)
+{
+    float sign = (c & 0x80u) ? -1.0f : 1.0f;
+    int ef = (c >> 3) & 15, mf = c & 7;
+    if (ef == 15 && mf == 7)
+        return copysignf(NAN, sign);
+    if (ef == 0)
+        return sign * ldexpf((float)mf, -9);
+    return sign * ldexpf((float)(8 + mf), ef - 10);
 }
 
 /* Largest block of any codec: decode a block at a time into this when the

@@ -92,6 +92,16 @@ static inline float vt_bf16_to_f32(uint16_t h)
 /* IEEE half -> float, exact for every input including subnormals and NaN. */
 float vt_f16_to_f32(uint16_t h);
 
+/* FP8 E4M3 ("E4M3FN": bias 7, no infinities, NaN = S.1111.111), the KV cache
+ * codec. Encoding rounds to nearest, ties to even, saturates finite values
+ * and infinities to +-448, and maps NaN to the NaN code of its sign. */
+uint8_t vt_fp8_e4m3_from_f32(float f);
+float vt_fp8_e4m3_to_f32(uint8_t c);
+
+/* IEEE half, round-to-nearest-even (overflow to inf, NaN kept quiet): how the
+ * activation meets an F16 weight in Q8 matmul mode. */
+uint16_t vt_f32_to_f16(float f);
+
 /* Decode one row of n elements (n a multiple of block_elems) to F32 or BF16.
  * Returns VT_OK, or VT_EINPUT with a message if the codec has no decoder or
  * n is not whole blocks. */

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "codec.h" /* vt_f32_to_f16, vt_fp8_e4m3_from_f32 / _to_f32 */
 #include "runner.h"
 
 /* Hyper-parameters, from the qwen3.* keys and the tensor shapes. */
@@ -74,16 +75,6 @@ const char *vt_qwen3_detail(const vt_qwen3 *m);
  * the engine does not change (seed, sampling, model path) are left as they are. */
 void vt_qwen3_resolved(const vt_qwen3 *m, vt_runner_settings *out);
 
-/* FP8 E4M3 ("E4M3FN": bias 7, no infinities, NaN = S.1111.111), the KV cache
- * codec. Encoding rounds to nearest, ties to even, saturates finite values
- * and infinities to +-448, and maps NaN to the NaN code of its sign. */
-uint8_t vt_fp8_e4m3_from_f32(float f);
-float vt_fp8_e4m3_to_f32(uint8_t c);
-
-/* IEEE half, round-to-nearest-even (overflow to inf, NaN kept quiet): how the
- * activation meets an F16 weight in Q8 matmul mode. */
-uint16_t vt_f32_to_f16(float f);
-
 /* Q8 matmul mode's activation rounding, exposed for tests and tools: the
  * vec_dot_type llama.cpp's CPU backend pairs with a weight type ("F32" when
  * the activation is used as is, "F16", "BF16", "Q8_0", "Q8_1", "Q8_K"), and
@@ -91,7 +82,8 @@ uint16_t vt_f32_to_f16(float f);
 const char *vt_qwen3_vec_dot_type(int weight_type);
 void vt_qwen3_round_activation(int weight_type, const float *x, float *y, int64_t n);
 
-/* The engine runner (runner_engine.c). */
+/* The engine runner (runner_engine.c): qwen3.c or qwen35.c, by the GGUF's
+ * general.architecture. */
 extern const vt_runner_ops vt_runner_engine;
 
 #endif

@@ -1,0 +1,1200 @@
+/* The CPU machinery qwen3.c and qwen35.c share; see kernels.h. Moved out
+ * of qwen3.c unchanged in arithmetic, so qwen3's logits are bit-identical
+ * to what they were. */
+#include "kernels.h"
+
+/* No fused multiply-add anywhere in this file, whatever the build flags
+ * (GNU C modes and -march=native would otherwise let the compiler fuse
+ * a*b+c, including inside the intrinsic kernels): every rounding step is
+ * then the same on every machine. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VT_X86 1
+#endif
+
+/* ======================================================================
+ * Dot products
+ *
+ * Every dot product in the engine has one summation order: 16 partial sums
+ * (lane k holds the elements i with i % 16 == k of the 16-aligned part),
+ * the tail added into lanes 0.., then a fixed pairwise reduction; products
+ * and sums are separate roundings (no FMA). SSE2, AVX2 and AVX-512 kernels
+ * differ only in how many lanes one instruction updates, so every element
+ * comes out the same on every machine (FP_CONTRACT is off for this file,
+ * see the top). dot4 computes four rows against one vector,
+ * loading the vector once; each of its results equals dot()'s.
+ * ====================================================================== */
+
+__attribute__((always_inline)) static inline float reduce16(float *l, const float *a,
+                                                           const float *b, int64_t from, int64_t n)
+{
+    for (int64_t i = from; i < n; i++)
+        l[i - from] += a[i] * b[i];
+    for (int k = 0; k < 8; k++)
+        l[k] += l[k + 8];
+    for (int k = 0; k < 4; k++)
+        l[k] += l[k + 4];
+    l[0] += l[2];
+    l[1] += l[3];
+    return l[0] + l[1];
+}
+
+static float dot_c(const float *a, const float *b, int64_t n)
+{
+    float l[16] = { 0 };
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16)
+        for (int k = 0; k < 16; k++)
+            l[k] += a[i + k] * b[i + k];
+    return reduce16(l, a, b, n16, n);
+}
+
+static void dot4_c(const float *w, int64_t ldw, const float *x, int64_t n, float *out)
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = dot_c(w + r * ldw, x, n);
+}
+
+#ifdef VT_X86
+static float dot_sse2(const float *a, const float *b, int64_t n)
+{
+    __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        s0 = _mm_add_ps(s0, _mm_mul_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+        s1 = _mm_add_ps(s1, _mm_mul_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4)));
+        s2 = _mm_add_ps(s2, _mm_mul_ps(_mm_loadu_ps(a + i + 8), _mm_loadu_ps(b + i + 8)));
+        s3 = _mm_add_ps(s3, _mm_mul_ps(_mm_loadu_ps(a + i + 12), _mm_loadu_ps(b + i + 12)));
+    }
+    float l[16];
+    _mm_storeu_ps(l, s0);
+    _mm_storeu_ps(l + 4, s1);
+    _mm_storeu_ps(l + 8, s2);
+    _mm_storeu_ps(l + 12, s3);
+    return reduce16(l, a, b, n16, n);
+}
+
+static void dot4_sse2(const float *w, int64_t ldw, const float *x, int64_t n, float *out)
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = dot_sse2(w + r * ldw, x, n);
+}
+
+__attribute__((target("avx2"))) static float dot_avx2(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        s0 = _mm256_add_ps(s0, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        s1 = _mm256_add_ps(s1, _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
+    }
+    float l[16];
+    _mm256_storeu_ps(l, s0);
+    _mm256_storeu_ps(l + 8, s1);
+    return reduce16(l, a, b, n16, n);
+}
+
+__attribute__((target("avx2"))) static void dot4_avx2(const float *w, int64_t ldw, const float *x,
+                                                      int64_t n, float *out)
+{
+    __m256 s[4][2];
+    for (int r = 0; r < 4; r++)
+        s[r][0] = s[r][1] = _mm256_setzero_ps();
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        for (int r = 0; r < 4; r++) {
+            const float *wr = w + r * ldw + i;
+            s[r][0] = _mm256_add_ps(s[r][0], _mm256_mul_ps(_mm256_loadu_ps(wr), x0));
+            s[r][1] = _mm256_add_ps(s[r][1], _mm256_mul_ps(_mm256_loadu_ps(wr + 8), x1));
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        float l[16];
+        _mm256_storeu_ps(l, s[r][0]);
+        _mm256_storeu_ps(l + 8, s[r][1]);
+        out[r] = reduce16(l, w + r * ldw, x, n16, n);
+    }
+}
+
+__attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b, int64_t n)
+{
+    __m512 s = _mm512_setzero_ps();
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16)
+        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    float l[16];
+    _mm512_storeu_ps(l, s);
+    return reduce16(l, a, b, n16, n);
+}
+
+__attribute__((target("avx512f"))) static void dot4_avx512(const float *w, int64_t ldw,
+                                                           const float *x, int64_t n, float *out)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        __m512 xv = _mm512_loadu_ps(x + i);
+        s0 = _mm512_add_ps(s0, _mm512_mul_ps(_mm512_loadu_ps(w + i), xv));
+        s1 = _mm512_add_ps(s1, _mm512_mul_ps(_mm512_loadu_ps(w + ldw + i), xv));
+        s2 = _mm512_add_ps(s2, _mm512_mul_ps(_mm512_loadu_ps(w + 2 * ldw + i), xv));
+        s3 = _mm512_add_ps(s3, _mm512_mul_ps(_mm512_loadu_ps(w + 3 * ldw + i), xv));
+    }
+    __m512 s[4] = { s0, s1, s2, s3 };
+    for (int r = 0; r < 4; r++) {
+        float l[16];
+        _mm512_storeu_ps(l, s[r]);
+        out[r] = reduce16(l, w + r * ldw, x, n16, n);
+    }
+}
+
+/* Four rows x four tokens: 16 independent accumulators, so the adds of one
+ * lane chain no longer wait on each other, and each load feeds four
+ * products. Element (t, r) sums exactly as dot(w row r, x row t). */
+__attribute__((target("avx512f"))) static void tile_avx512(const float *w, int64_t ldw,
+                                                           const float *x, int64_t ldx,
+                                                           int64_t n, float *y, int64_t ldy)
+{
+    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
+    __m512 s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
+    __m512 s30 = s00, s31 = s00, s32 = s00, s33 = s00;
+    int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        const __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + ldw + i);
+        const __m512 w2 = _mm512_loadu_ps(w + 2 * ldw + i), w3 = _mm512_loadu_ps(w + 3 * ldw + i);
+#define TOKEN(t)                                                      \
+        {                                                             \
+            const __m512 xv = _mm512_loadu_ps(x + t * ldx + i);       \
+            s##t##0 = _mm512_add_ps(s##t##0, _mm512_mul_ps(w0, xv)); \
+            s##t##1 = _mm512_add_ps(s##t##1, _mm512_mul_ps(w1, xv)); \
+            s##t##2 = _mm512_add_ps(s##t##2, _mm512_mul_ps(w2, xv)); \
+            s##t##3 = _mm512_add_ps(s##t##3, _mm512_mul_ps(w3, xv)); \
+        }
+        TOKEN(0) TOKEN(1) TOKEN(2) TOKEN(3)
+#undef TOKEN
+    }
+    const __m512 acc[4][4] = { { s00, s01, s02, s03 }, { s10, s11, s12, s13 },
+                               { s20, s21, s22, s23 }, { s30, s31, s32, s33 } };
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 4; r++) {
+            float l[16];
+            _mm512_storeu_ps(l, acc[t][r]);
+            y[t * ldy + r] = reduce16(l, w + r * ldw, x + t * ldx, n16, n);
+        }
+}
+#endif
+
+static void axpy_c(float *restrict y, float a, const float *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = y[i] + a * x[i];
+}
+
+#ifdef VT_X86
+static void axpy_sse2(float *restrict y, float a, const float *restrict x, int64_t n)
+{
+    const __m128 av = _mm_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, _mm_add_ps(_mm_loadu_ps(y + i), _mm_mul_ps(av, _mm_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+
+__attribute__((target("avx2"))) static void axpy_avx2(float *restrict y, float a,
+                                                      const float *restrict x, int64_t n)
+{
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i),
+                                              _mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void axpy_avx512(float *restrict y, float a,
+                                                           const float *restrict x, int64_t n)
+{
+    const __m512 av = _mm512_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i),
+                                              _mm512_mul_ps(av, _mm512_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+#endif
+
+/* Where four tokens' worth of accumulators do not fit the registers, a tile
+ * is four dot4 calls. */
+#define TILE_FROM_DOT4(name, dot4)                                                      \
+    static void name(const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n, \
+                     float *y, int64_t ldy)                                             \
+    {                                                                                   \
+        for (int t = 0; t < 4; t++)                                                     \
+            dot4(w, ldw, x + t * ldx, n, y + t * ldy);                                  \
+    }
+TILE_FROM_DOT4(tile_c, dot4_c)
+#ifdef VT_X86
+TILE_FROM_DOT4(tile_sse2, dot4_sse2)
+TILE_FROM_DOT4(tile_avx2, dot4_avx2)
+#endif
+
+/* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
+ * "sse2", "avx2", "avx512f"; a diagnostic override, honoured only if the CPU
+ * has it): results are identical either way, which is how that is tested. */
+vt_kernels vt_kernels_pick(void)
+{
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c };
+    const char *want = getenv("VT_ENGINE_ISA");
+    if (want && strcmp(want, "c") == 0)
+        return c;
+#ifdef VT_X86
+    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2 };
+    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2 };
+    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512 };
+    __builtin_cpu_init();
+    const int has512 = __builtin_cpu_supports("avx512f"), has2 = __builtin_cpu_supports("avx2");
+    if (want && strcmp(want, "sse2") == 0)
+        return sse2;
+    if (want && strcmp(want, "avx2") == 0 && has2)
+        return avx2;
+    if (has512 && !(want && strcmp(want, "avx2") == 0))
+        return avx512;
+    return has2 ? avx2 : sse2;
+#else
+    return c;
+#endif
+}
+
+/* ======================================================================
+ * Activation rounding for VT_MATMUL_Q8: the activation row is passed through
+ * the weight type's vec_dot_type (ggml-cpu.c type_traits_cpu) and back to
+ * F32, so an F32 product then sees the values llama.cpp's integer kernels
+ * see. Quantizers follow ggml's reference ones (quantize_row_q8_0_ref,
+ * quantize_row_q8_K_ref).
+ * ====================================================================== */
+
+vt_act_type vt_act_type_of(int type)
+{
+    switch (type) {
+    case VT_TYPE_F16: return VT_ACT_F16;
+    case VT_TYPE_BF16: return VT_ACT_BF16;
+    case VT_TYPE_Q4_0: case VT_TYPE_Q5_0: case VT_TYPE_Q8_0: case VT_TYPE_IQ4_NL:
+    case VT_TYPE_MXFP4:
+        return VT_ACT_Q8_0;
+    case VT_TYPE_Q4_1: case VT_TYPE_Q5_1:
+        return VT_ACT_Q8_1;
+    case VT_TYPE_Q2_K: case VT_TYPE_Q3_K: case VT_TYPE_Q4_K: case VT_TYPE_Q5_K: case VT_TYPE_Q6_K:
+    case VT_TYPE_IQ2_XXS: case VT_TYPE_IQ2_XS: case VT_TYPE_IQ2_S: case VT_TYPE_IQ3_XXS:
+    case VT_TYPE_IQ3_S: case VT_TYPE_IQ1_S: case VT_TYPE_IQ1_M: case VT_TYPE_IQ4_XS:
+    case VT_TYPE_TQ1_0: case VT_TYPE_TQ2_0:
+        return VT_ACT_Q8_K;
+    default: return VT_ACT_F32; /* F32; Q8_K as a weight has no ggml dot kernel */
+    }
+}
+
+/* Q8_0: blocks of 32; d = amax/127 kept as F16; q = roundf(x / d) (ties away
+ * from zero, as the reference). Q8_1 quantizes the same values (it also
+ * stores a block sum, which only matters to ggml's integer kernel). Note:
+ * ggml's x86 AVX quantize_row_q8_0 instead multiplies by 127/amax and rounds
+ * ties to even; the two differ only on exact ties. */
+static void round_q8_0(const float *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n; b += 32) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(x[b + j]));
+        const float d = amax / 127;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float dh = vt_f16_to_f32(vt_f32_to_f16(d));
+        for (int j = 0; j < 32; j++)
+            y[b + j] = dh * (float)(int8_t)roundf(x[b + j] * id);
+    }
+}
+
+/* ggml's nearest_int: ties to even via the 1.5*2^23 trick (|v| <= 2^22). */
+static int nearest_int(float v)
+{
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* Q8_K: blocks of 256; the scale is set by the element of largest magnitude
+ * (keeping its sign: iscale = -127/max), d = 1/iscale stays F32. */
+static void round_q8_k(const float *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n; b += 256) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 256; j++) {
+            float ax = fabsf(x[b + j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[b + j];
+            }
+        }
+        if (amax == 0.0f) {
+            for (int j = 0; j < 256; j++)
+                y[b + j] = 0.0f;
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        const float d = 1 / iscale;
+        for (int j = 0; j < 256; j++) {
+            int v = nearest_int(iscale * x[b + j]);
+            y[b + j] = d * (float)(int8_t)(v < 127 ? v : 127);
+        }
+    }
+}
+
+void vt_act_round_row(vt_act_type t, const float *x, float *y, int64_t n)
+{
+    switch (t) {
+    case VT_ACT_F16:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vt_f16_to_f32(vt_f32_to_f16(x[i]));
+        break;
+    case VT_ACT_BF16:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = vt_bf16_to_f32(vt_f32_to_bf16(x[i]));
+        break;
+    case VT_ACT_Q8_0:
+    case VT_ACT_Q8_1: round_q8_0(x, y, n); break;
+    case VT_ACT_Q8_K: round_q8_k(x, y, n); break;
+    case VT_ACT_F32: memcpy(y, x, (size_t)n * sizeof *y); break;
+    }
+}
+
+const char *vt_act_type_name(vt_act_type t)
+{
+    static const char *const names[] = { "F32", "F16", "BF16", "Q8_0", "Q8_1", "Q8_K" };
+    return names[t];
+}
+
+/* ======================================================================
+ * Thread pool: n-1 persistent workers plus the calling thread (thread 0).
+ * vt_pool_run hands one function to all n and returns when all have finished.
+ * Work is always split by index (ith of nth), never taken from a queue, so
+ * which thread computes an element is fixed, and the element's value does
+ * not depend on it anyway.
+ *
+ * A token makes a few dispatches per layer, each only microseconds of work
+ * on small models, so waiting threads first spin on the generation counter
+ * for a short while and only then sleep on the condition variable (sleeping
+ * at once would cost a wake-up per dispatch).
+ * ====================================================================== */
+
+/* Waits: POOL_SPINS polls with a pause, then POOL_YIELDS polls that yield
+ * the core (cheap when idle cores exist, and fair when the machine is
+ * oversubscribed, where pure spinning collapses), then sleep. */
+#define POOL_SPINS 256
+#define POOL_YIELDS 256
+
+static int poll_wait(atomic_uint_fast64_t *gen, uint64_t seen, atomic_int *count)
+{
+    for (int i = 0; i < POOL_SPINS + POOL_YIELDS; i++) {
+        if (gen ? atomic_load(gen) != seen : atomic_load(count) == 0)
+            return 1;
+        if (i < POOL_SPINS) {
+#ifdef VT_X86
+            _mm_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+    return gen ? atomic_load(gen) != seen : atomic_load(count) == 0;
+}
+
+static void *worker_main(void *arg)
+{
+    vt_pool_worker *w = arg;
+    vt_pool *p = w->p;
+    uint64_t seen = 0;
+    for (;;) {
+        if (!poll_wait(&p->generation, seen, NULL)) {
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->quit))
+                pthread_cond_wait(&p->start, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit))
+            return NULL;
+        seen = atomic_load(&p->generation);
+
+        p->fn(p->ctx, w->ith, p->n); /* fn, ctx were written before the bump */
+
+        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+void vt_pool_run(vt_pool *p, vt_task_fn fn, void *ctx)
+{
+    if (p->n <= 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store(&p->pending, p->n - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+
+    fn(ctx, 0, p->n);
+
+    if (!poll_wait(NULL, 0, &p->pending)) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static void pool_stop(vt_pool *p, int started)
+{
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->quit, 1);
+    atomic_fetch_add(&p->generation, 1);
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < started; i++)
+        pthread_join(p->threads[i], NULL);
+}
+
+/* ======================================================================
+ * Matrix products: y[t][o] = dot(W row o, x[t]) for every token t of the
+ * batch. Each thread owns a contiguous range of output rows; it decodes four
+ * rows at a time into its scratch (F32 weights are read in place) and uses
+ * them for every token, so a batch decodes each weight row once.
+ * ====================================================================== */
+
+typedef struct mm_task {
+    const vt_mat *w;
+    const float *x; /* n_tok x w->cols */
+    float *y;       /* n_tok rows of stride ldy */
+    int64_t ldy;
+} mm_task;
+
+typedef struct mm_job {
+    vt_cpu *c;
+    mm_task task[3];
+    int n_task;
+    int64_t n_tok;
+} mm_job;
+
+static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, int64_t r1,
+                        float *wbuf)
+{
+    const vt_mat *w = t->w;
+    const int64_t n = w->cols;
+    const int in_place = w->codec->type == VT_TYPE_F32;
+    const int64_t nblocks = n / w->codec->block_elems;
+    int64_t o = r0;
+    for (; o + 4 <= r1; o += 4) {
+        const float *rows;
+        if (in_place) {
+            rows = (const float *)(w->data + (size_t)o * w->row_bytes);
+        } else {
+            for (int r = 0; r < 4; r++)
+                w->codec->decode_f32(w->data + (size_t)(o + r) * w->row_bytes, wbuf + r * n, nblocks);
+            rows = wbuf;
+        }
+        int64_t tok = 0;
+        for (; tok + 4 <= n_tok; tok += 4)
+            c->k.tile(rows, n, t->x + tok * n, n, n, t->y + tok * t->ldy + o, t->ldy);
+        for (; tok < n_tok; tok++)
+            c->k.dot4(rows, n, t->x + tok * n, n, t->y + tok * t->ldy + o);
+    }
+    for (; o < r1; o++) {
+        const float *row;
+        if (in_place) {
+            row = (const float *)(w->data + (size_t)o * w->row_bytes);
+        } else {
+            w->codec->decode_f32(w->data + (size_t)o * w->row_bytes, wbuf, nblocks);
+            row = wbuf;
+        }
+        for (int64_t tok = 0; tok < n_tok; tok++)
+            t->y[tok * t->ldy + o] = c->k.dot(row, t->x + tok * n, n);
+    }
+}
+
+static void matmul_worker(void *ctx, int ith, int nth)
+{
+    mm_job *job = ctx;
+    float *wbuf = vt_cpu_scratch(job->c, ith);
+    for (int i = 0; i < job->n_task; i++) {
+        const mm_task *t = &job->task[i];
+        /* Split in groups of four rows so every thread can use dot4. */
+        int64_t groups = (t->w->rows + 3) / 4;
+        int64_t r0 = groups * ith / nth * 4, r1 = groups * (ith + 1) / nth * 4;
+        if (r1 > t->w->rows)
+            r1 = t->w->rows;
+        if (r0 < r1)
+            matmul_rows(job->c, t, job->n_tok, r0, r1, wbuf);
+    }
+}
+
+/* The activation a weight sees: x itself (EXACT mode, F32 dot type), or x
+ * rounded through the weight's dot type into slot (reused if an earlier task
+ * of the same job already rounded x the same way). */
+static const float *activation_for(vt_cpu *c, const mm_job *job, int i, const float *x,
+                                   int64_t n_tok)
+{
+    const vt_mat *w = job->task[i].w;
+    if (c->matmul == VT_MATMUL_EXACT || w->act == VT_ACT_F32)
+        return x;
+    for (int j = 0; j < i; j++)
+        if (job->task[j].w->act == w->act)
+            return job->task[j].x;
+    float *dst = c->xq[i];
+    for (int64_t t = 0; t < n_tok; t++)
+        vt_act_round_row(w->act, x + t * w->cols, dst + t * w->cols, w->cols);
+    return dst;
+}
+
+/* Up to three products sharing one input (Q/K/V, gate/up) in one dispatch. */
+void vt_matmul(vt_cpu *c, const float *x, int64_t n_tok, int n, const vt_mat *const *w,
+               float *const *y, const int64_t *ldy)
+{
+    mm_job job = { .c = c, .n_task = n, .n_tok = n_tok };
+    for (int i = 0; i < n; i++) {
+        job.task[i] = (mm_task){ w[i], NULL, y[i], ldy[i] };
+        job.task[i].x = activation_for(c, &job, i, x, n_tok);
+    }
+    vt_pool_run(&c->pool, matmul_worker, &job);
+}
+
+void vt_matmul1(vt_cpu *c, const vt_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy)
+{
+    const vt_mat *ws[1] = { w };
+    float *ys[1] = { y };
+    vt_matmul(c, x, n_tok, 1, ws, ys, &ldy);
+}
+
+/* ======================================================================
+ * The compute context: settings, buffers, threads
+ * ====================================================================== */
+
+size_t vt_round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+void *vt_alloc_aligned(size_t count, size_t elem)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(count, elem, &bytes) || bytes > SIZE_MAX - 64)
+        return NULL;
+    bytes = vt_round_up(bytes ? bytes : 1, 64);
+    void *p = aligned_alloc(64, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+int vt_cpu_configure(vt_cpu *c, const vt_runner_settings *s, vt_error *err)
+{
+    if (!s || !s->model_path)
+        return vt_error_set(err, VT_EINPUT, "engine: no model path");
+    if (s->n_ctx <= 0)
+        return vt_error_set(err, VT_EINPUT, "engine: n_ctx %d: expected > 0", (int)s->n_ctx);
+    if (s->matmul != VT_MATMUL_EXACT && s->matmul != VT_MATMUL_Q8)
+        return vt_error_set(err, VT_EINPUT, "engine: unknown matmul mode %d", (int)s->matmul);
+    if ((int)s->cache_dtype < VT_CACHE_AUTO || (int)s->cache_dtype > VT_CACHE_FP8_E4M3)
+        return vt_error_set(err, VT_EINPUT, "engine: unknown cache dtype %d", (int)s->cache_dtype);
+    if (s->mode != VT_MODE_PRODUCTION && s->mode != VT_MODE_EAGER)
+        return vt_error_set(err, VT_EINPUT, "engine: unknown execution mode %d", (int)s->mode);
+    c->eager = s->mode == VT_MODE_EAGER;
+    c->matmul = s->matmul;
+    c->cache_dtype = s->cache_dtype == VT_CACHE_AUTO ? VT_CACHE_F32 : s->cache_dtype;
+    c->n_ctx = s->n_ctx;
+    int32_t nb = s->n_batch > 0 ? s->n_batch : 512;
+    c->n_batch = c->eager ? 1 : (nb < s->n_ctx ? nb : s->n_ctx);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int32_t nt = s->n_threads > 0 ? s->n_threads : (int32_t)(cores > 0 ? cores : 1);
+    c->n_threads = c->eager ? 1 : (nt < VT_ENGINE_MAX_THREADS ? nt : VT_ENGINE_MAX_THREADS);
+    c->k = vt_kernels_pick();
+    return VT_OK;
+}
+
+vt_gguf *vt_cpu_open_model(vt_cpu *c, const vt_runner_settings *s, vt_error *err)
+{
+    return vt_cpu_configure(c, s, err) ? NULL : vt_gguf_open(s->model_path, err);
+}
+
+static int pool_start(vt_pool *p, int n, vt_error *err)
+{
+    p->n = n;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->quit, 0);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->initialized = 1;
+    if (p->n <= 1)
+        return VT_OK;
+    p->threads = calloc((size_t)p->n, sizeof *p->threads);
+    p->args = calloc((size_t)p->n, sizeof *p->args);
+    if (!p->threads || !p->args)
+        return vt_error_set(err, VT_EINPUT, "out of memory for %d threads", p->n);
+    for (int i = 1; i < p->n; i++) {
+        p->args[i - 1] = (vt_pool_worker){ p, i };
+        if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->args[i - 1]) != 0)
+            return vt_error_set(err, VT_EINPUT, "could not start worker thread %d of %d", i, p->n);
+        p->started++;
+    }
+    return VT_OK;
+}
+
+int vt_cpu_start(vt_cpu *c, int64_t max_in, int64_t head_dim, size_t extra, const char *file,
+                 vt_error *err)
+{
+    const size_t B = (size_t)c->n_batch, hd = (size_t)head_dim;
+    c->max_in = max_in;
+    int ok = 1;
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        c->xq[i] = __builtin_mul_overflow(B, (size_t)max_in, &n) ? NULL : vt_alloc_aligned(n, 4);
+        ok = ok && c->xq[i];
+    }
+    /* Per-thread slices, each a multiple of 16 floats (64 bytes) so threads
+     * never share a cache line. */
+    c->scratch_extra_at = vt_round_up(4 * (size_t)max_in, 16) +
+                          (hd ? vt_round_up((size_t)c->n_ctx, 16) + 5 * vt_round_up(hd, 16) : 0);
+    c->scratch_stride = c->scratch_extra_at + vt_round_up(extra, 16);
+    c->scratch = vt_alloc_aligned((size_t)c->n_threads * c->scratch_stride, 4);
+    if (!ok || !c->scratch)
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory for n_batch %d, %d threads", file,
+                            c->n_batch, c->n_threads);
+    return pool_start(&c->pool, c->n_threads, err);
+}
+
+void vt_cpu_free(vt_cpu *c)
+{
+    vt_pool *p = &c->pool;
+    if (p->initialized) {
+        pool_stop(p, p->started);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->start);
+        pthread_cond_destroy(&p->done);
+    }
+    free(p->threads);
+    free(p->args);
+    for (int i = 0; i < 3; i++)
+        free(c->xq[i]);
+    free(c->scratch);
+}
+
+void vt_cpu_resolved(const vt_cpu *c, vt_runner_settings *out)
+{
+    out->mode = c->eager ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
+    out->matmul = c->matmul;
+    out->cache_dtype = c->cache_dtype; /* auto already resolved to F32 */
+    out->n_threads = c->n_threads;
+    out->n_ctx = c->n_ctx;
+    out->n_batch = c->n_batch;
+}
+
+void vt_cpu_describe(vt_cpu *c)
+{
+    snprintf(c->detail, sizeof c->detail, "isa=%s threads=%d mode=%s matmul=%s cache=%s batch=%d",
+             c->k.isa, c->n_threads, c->eager ? "eager" : "production",
+             vt_matmul_mode_name(c->matmul), vt_cache_dtype_name(c->cache_dtype), c->n_batch);
+}
+
+float *vt_cpu_scratch(const vt_cpu *c, int ith) { return c->scratch + (size_t)ith * c->scratch_stride; }
+float *vt_cpu_extra(const vt_cpu *c, int ith) { return vt_cpu_scratch(c, ith) + c->scratch_extra_at; }
+
+vt_mat vt_mat_rows(const vt_mat *m, int64_t r0, int64_t n)
+{
+    vt_mat out = *m;
+    out.data = m->data + (size_t)r0 * m->row_bytes;
+    out.rows = n;
+    return out;
+}
+
+/* ======================================================================
+ * Loading
+ * ====================================================================== */
+
+int vt_load_check_arch(const vt_gguf *g, const char *arch, vt_error *err)
+{
+    vt_gguf_str a;
+    if (!vt_gguf_get_str(g, "general.architecture", &a))
+        return vt_error_set(err, VT_EINPUT, "%s: key general.architecture: missing", vt_gguf_name(g));
+    if (a.len != strlen(arch) || memcmp(a.ptr, arch, a.len) != 0)
+        return vt_error_set(err, VT_EINPUT, "%s: key general.architecture: \"%.*s\": expected \"%s\"",
+                            vt_gguf_name(g), (int)(a.len > 64 ? 64 : a.len), a.ptr, arch);
+    return VT_OK;
+}
+
+/* The key "<arch>.<key>" (its full name into full): *present 1 if in the
+ * file; 0 if missing and not required; missing and required is an error. */
+static int find_key(const vt_gguf *g, const char *arch, const char *key, int required,
+                    char full[128], int *present, vt_error *err)
+{
+    snprintf(full, 128, "%s.%s", arch, key);
+    *present = vt_gguf_find_key(g, full) >= 0;
+    if (!*present && required)
+        return vt_error_set(err, VT_EINPUT, "%s: key %s: missing", vt_gguf_name(g), full);
+    return VT_OK;
+}
+
+int vt_load_i32(const vt_gguf *g, const char *arch, const char *key, int required, int32_t def,
+                int32_t *out, vt_error *err)
+{
+    char full[128];
+    int present, rc = find_key(g, arch, key, required, full, &present, err);
+    int64_t v;
+    if (rc || !present) {
+        *out = def;
+        return rc;
+    }
+    if (!vt_gguf_get_i64(g, full, &v) || v <= 0 || v > INT32_MAX)
+        return vt_error_set(err, VT_EINPUT, "%s: key %s: expected a positive 32-bit integer",
+                            vt_gguf_name(g), full);
+    *out = (int32_t)v;
+    return VT_OK;
+}
+
+int vt_load_f32(const vt_gguf *g, const char *arch, const char *key, int required, float def,
+                float *out, vt_error *err)
+{
+    char full[128];
+    int present, rc = find_key(g, arch, key, required, full, &present, err);
+    double v;
+    if (rc || !present) {
+        *out = def;
+        return rc;
+    }
+    if (!vt_gguf_get_f64(g, full, &v) || !(v >= 0.0) || !isfinite(v))
+        return vt_error_set(err, VT_EINPUT, "%s: key %s: expected a finite non-negative number",
+                            vt_gguf_name(g), full);
+    *out = (float)v;
+    return VT_OK;
+}
+
+const vt_gguf_tensor *vt_load_find(const vt_gguf *g, const char *name, int64_t ne0, int64_t ne1,
+                                   vt_error *err)
+{
+    const vt_gguf_tensor *t = vt_gguf_find_tensor(g, name);
+    if (!t) {
+        vt_error_set(err, VT_EINPUT, "%s: tensor %s: missing", vt_gguf_name(g), name);
+        return NULL;
+    }
+    int64_t want[4] = { ne0, ne1 ? ne1 : 1, 1, 1 };
+    if (memcmp(t->ne, want, sizeof want) != 0) {
+        vt_error_set(err, VT_EINPUT,
+                     "%s: tensor %s: shape [%lld, %lld, %lld, %lld]: expected [%lld, %lld, 1, 1]",
+                     vt_gguf_name(g), name, (long long)t->ne[0], (long long)t->ne[1],
+                     (long long)t->ne[2], (long long)t->ne[3], (long long)want[0],
+                     (long long)want[1]);
+        return NULL;
+    }
+    return t;
+}
+
+const float *vt_load_f32_matrix(const vt_gguf *g, const char *name, int64_t ne0, int64_t ne1,
+                                vt_error *err)
+{
+    const vt_gguf_tensor *t = vt_load_find(g, name, ne0, ne1, err);
+    if (!t)
+        return NULL;
+    if (t->type != VT_TYPE_F32) {
+        const vt_codec *c = vt_codec_by_type(t->type);
+        vt_error_set(err, VT_EINPUT, "%s: tensor %s: type %s: expected F32", vt_gguf_name(g), name,
+                     c ? c->name : "?");
+        return NULL;
+    }
+    if (((uintptr_t)t->data & 3u) != 0) {
+        vt_error_set(err, VT_EINPUT, "%s: tensor %s: data not 4-byte aligned", vt_gguf_name(g),
+                     name);
+        return NULL;
+    }
+    return (const float *)t->data;
+}
+
+const float *vt_load_vector(const vt_gguf *g, const char *name, int64_t n, vt_error *err)
+{
+    return vt_load_f32_matrix(g, name, n, 0, err);
+}
+
+int vt_load_matrix(const vt_gguf *g, const char *name, int64_t cols, int64_t rows, vt_mat *out,
+                   vt_error *err)
+{
+    const vt_gguf_tensor *t = vt_load_find(g, name, cols, rows, err);
+    if (!t)
+        return err->code;
+    const vt_codec *c = vt_codec_by_type(t->type);
+    if (!c || !c->decode_f32)
+        return vt_error_set(err, VT_EINPUT, "%s: tensor %s: type %s: no decoder for this codec",
+                            vt_gguf_name(g), name, c ? c->name : "?");
+    if (cols % c->block_elems != 0)
+        return vt_error_set(err, VT_EINPUT,
+                            "%s: tensor %s: type %s: rows of %lld elements: expected a multiple "
+                            "of the block size %lld",
+                            vt_gguf_name(g), name, c->name, (long long)cols,
+                            (long long)c->block_elems);
+    if (t->type == VT_TYPE_F32 && ((uintptr_t)t->data & 3u) != 0)
+        return vt_error_set(err, VT_EINPUT, "%s: tensor %s: data not 4-byte aligned",
+                            vt_gguf_name(g), name);
+    out->data = t->data;
+    out->codec = c;
+    out->rows = rows;
+    out->cols = cols;
+    out->row_bytes = vt_codec_row_bytes(c, cols);
+    out->act = vt_act_type_of(t->type);
+    return VT_OK;
+}
+
+int vt_load_embeddings(const vt_gguf *g, int64_t n_embd, int32_t *n_vocab, vt_mat *embd,
+                       vt_mat *output, const float **output_norm, int *tied, vt_error *err)
+{
+    const vt_gguf_tensor *te = vt_gguf_find_tensor(g, "token_embd.weight");
+    if (!te)
+        return vt_error_set(err, VT_EINPUT, "%s: tensor token_embd.weight: missing",
+                            vt_gguf_name(g));
+    if (te->ne[1] <= 0 || te->ne[1] > INT32_MAX)
+        return vt_error_set(err, VT_EINPUT, "%s: tensor token_embd.weight: %lld rows: expected "
+                            "1 .. 2^31-1 tokens", vt_gguf_name(g), (long long)te->ne[1]);
+    *n_vocab = (int32_t)te->ne[1];
+    int rc = vt_load_matrix(g, "token_embd.weight", n_embd, *n_vocab, embd, err);
+    if (rc)
+        return rc;
+    if (!(*output_norm = vt_load_vector(g, "output_norm.weight", n_embd, err)))
+        return err->code;
+    *tied = vt_gguf_find_tensor(g, "output.weight") == NULL;
+    if (*tied) {
+        *output = *embd;
+        return VT_OK;
+    }
+    return vt_load_matrix(g, "output.weight", n_embd, *n_vocab, output, err);
+}
+
+/* ======================================================================
+ * Element-wise pieces
+ * ====================================================================== */
+
+void vt_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    if (w) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = x[i] * scale * w[i];
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = x[i] * scale;
+    }
+}
+
+void vt_rope_angles(float *cs, int32_t pos, int64_t d, float base)
+{
+    const float theta_scale = powf(base, -2.0f / (float)d);
+    float theta = (float)pos;
+    for (int64_t i = 0; i < d / 2; i++) {
+        cs[2 * i] = cosf(theta);
+        cs[2 * i + 1] = sinf(theta);
+        theta *= theta_scale;
+    }
+}
+
+void vt_rope_neox(float *x, const float *cs, int64_t d)
+{
+    const int64_t half = d / 2;
+    for (int64_t i = 0; i < half; i++) {
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const float x0 = x[i], x1 = x[i + half];
+        x[i] = x0 * c - x1 * s;
+        x[i + half] = x0 * s + x1 * c;
+    }
+}
+
+/* ======================================================================
+ * Blocks both architectures share
+ * ====================================================================== */
+
+void vt_embed(const vt_mat *embd, const int32_t *tokens, int64_t n_tok, int64_t *ids, float *x)
+{
+    for (int64_t t = 0; t < n_tok; t++)
+        ids[t] = tokens[t];
+    vt_error ignored; /* ids were checked by the caller: the gather cannot fail */
+    vt_codec_gather_rows(embd->codec, embd->data, embd->rows, embd->cols, ids, n_tok,
+                         VT_DTYPE_F32, x, &ignored);
+}
+
+void vt_rmsnorm_rows(float *out, const float *x, const float *w, int64_t n_rows, int64_t n,
+                     float eps)
+{
+    for (int64_t t = 0; t < n_rows; t++)
+        vt_rmsnorm(out + t * n, x + t * n, w, n, eps);
+}
+
+void vt_add(float *x, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+void vt_ffn_block(vt_cpu *c, const vt_ffn *f, float *x, int64_t n_tok, float eps, float *xn,
+                  float *g, float *u, float *proj)
+{
+    const int64_t E = f->gate->cols, F = f->gate->rows;
+    vt_rmsnorm_rows(xn, x, f->norm, n_tok, E, eps);
+    const vt_mat *ws[2] = { f->gate, f->up };
+    float *ys[2] = { g, u };
+    const int64_t ld[2] = { F, F };
+    vt_matmul(c, xn, n_tok, 2, ws, ys, ld);
+    for (int64_t i = 0; i < n_tok * F; i++)
+        g[i] = vt_silu(g[i]) * u[i];
+    vt_matmul1(c, f->down, g, n_tok, proj, E);
+    vt_add(x, proj, n_tok * E);
+}
+
+void vt_output_head(vt_cpu *c, const float *x, int64_t out0, int64_t n_out, const float *norm,
+                    const vt_mat *output, float eps, float *xn, float *logits)
+{
+    const int64_t E = output->cols;
+    if (n_out <= 0)
+        return; /* a prefill batch before the last: no logits wanted */
+    vt_rmsnorm_rows(xn, x + out0 * E, norm, n_out, E, eps);
+    vt_matmul1(c, output, xn, n_out, logits, output->rows);
+}
+
+int vt_alloc_rows(float **const *bufs, const size_t *widths, size_t n, size_t rows)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t count;
+        *bufs[i] = __builtin_mul_overflow(rows, widths[i], &count) ? NULL
+                                                                    : vt_alloc_aligned(count, 4);
+        ok = ok && *bufs[i];
+    }
+    return ok;
+}
+
+/* ======================================================================
+ * KV cache
+ * ====================================================================== */
+
+int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, vt_cache_dtype dtype,
+                const char *file, vt_error *err)
+{
+    kv->dtype = dtype;
+    kv->elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    kv->n_layer = n_layer;
+    kv->n_ctx = n_ctx;
+    kv->kv_dim = kv_dim;
+    size_t count;
+    if (__builtin_mul_overflow((size_t)n_layer, (size_t)n_ctx, &count) ||
+        __builtin_mul_overflow(count, (size_t)kv_dim, &count))
+        count = SIZE_MAX;
+    kv->k = vt_alloc_aligned(count, kv->elem);
+    kv->v = vt_alloc_aligned(count, kv->elem);
+    if (!kv->k || !kv->v)
+        return vt_error_set(err, VT_EINPUT,
+                            "%s: out of memory for n_ctx %d (KV cache %s: %zu x 2 elements of %zu "
+                            "bytes)", file, n_ctx, vt_cache_dtype_name(dtype), count, kv->elem);
+    for (int c = 0; c < 256; c++)
+        kv->fp8_table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
+    return VT_OK;
+}
+
+void vt_kv_free(vt_kv *kv)
+{
+    free(kv->k);
+    free(kv->v);
+}
+
+static size_t cache_index(const vt_kv *kv, int32_t l, int32_t pos)
+{
+    return ((size_t)l * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->kv_dim;
+}
+
+static void cache_store(const vt_kv *kv, void *cache, size_t at, const float *src, int64_t n)
+{
+    switch (kv->dtype) {
+    case VT_CACHE_BF16: {
+        uint16_t *d = (uint16_t *)cache + at;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = vt_f32_to_bf16(src[i]);
+        break;
+    }
+    case VT_CACHE_FP8_E4M3: {
+        uint8_t *d = (uint8_t *)cache + at;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = vt_fp8_e4m3_from_f32(src[i]);
+        break;
+    }
+    default: memcpy((float *)cache + at, src, (size_t)n * sizeof *src); break;
+    }
+}
+
+/* n cached elements from at, as F32: in place for an F32 cache, else into buf. */
+static const float *cache_load(const vt_kv *kv, const void *cache, size_t at, int64_t n, float *buf)
+{
+    switch (kv->dtype) {
+    case VT_CACHE_BF16: {
+        const uint16_t *s = (const uint16_t *)cache + at;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = vt_bf16_to_f32(s[i]);
+        return buf;
+    }
+    case VT_CACHE_FP8_E4M3: {
+        const uint8_t *s = (const uint8_t *)cache + at;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = kv->fp8_table[s[i]];
+        return buf;
+    }
+    default: return (const float *)cache + at;
+    }
+}
+
+void vt_kv_store(vt_kv *kv, int32_t layer, int32_t pos, const float *k, const float *v)
+{
+    const size_t at = cache_index(kv, layer, pos);
+    cache_store(kv, kv->k, at, k, kv->kv_dim);
+    cache_store(kv, kv->v, at, v, kv->kv_dim);
+}
+
+/* ======================================================================
+ * Attention: one (token, head) pair is one unit of work; threads take
+ * contiguous ranges of units.
+ * ====================================================================== */
+
+typedef struct att_job {
+    vt_cpu *c;
+    const vt_attention_args *a;
+} att_job;
+
+static void attention_worker(void *ctx, int ith, int nth)
+{
+    const att_job *job = ctx;
+    const vt_cpu *c = job->c;
+    const vt_attention_args *a = job->a;
+    const vt_kv *kv = a->kv;
+    const int64_t hd = a->head_dim;
+    const int32_t group = a->n_head / a->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *scratch = vt_cpu_scratch(c, ith);
+    float *scores = scratch + vt_round_up(4 * (size_t)c->max_in, 16);
+    float *kbuf = scores + vt_round_up((size_t)c->n_ctx, 16);
+    float *vbuf = kbuf + 4 * vt_round_up((size_t)hd, 16);
+    const int64_t ldk_buf = (int64_t)vt_round_up((size_t)hd, 16);
+
+    const int64_t units = a->n_tok * a->n_head;
+    const int64_t u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t t = u / a->n_head;
+        const int32_t h = (int32_t)(u % a->n_head), kvh = h / group;
+        const float *q = a->q + t * a->ldq + h * hd;
+        const int32_t n_keys = a->pos0 + (int32_t)t + 1;
+        const size_t head_off = (size_t)kvh * (size_t)hd;
+
+        /* scores = q.k, four keys per dot4 (each the same as a single dot),
+         * then times scale; softmax with the maximum subtracted, the sum of
+         * exponentials in double, then one multiply by 1/sum (ggml). */
+        int32_t j = 0;
+        for (; j + 4 <= n_keys; j += 4) {
+            const size_t at = cache_index(kv, a->layer, j) + head_off;
+            const float *k;
+            int64_t ldk;
+            if (kv->dtype == VT_CACHE_F32) {
+                k = (const float *)kv->k + at;
+                ldk = kv->kv_dim;
+            } else {
+                for (int r = 0; r < 4; r++)
+                    cache_load(kv, kv->k, at + (size_t)r * (size_t)kv->kv_dim, hd,
+                               kbuf + r * ldk_buf);
+                k = kbuf;
+                ldk = ldk_buf;
+            }
+            c->k.dot4(k, ldk, q, hd, scores + j);
+        }
+        for (; j < n_keys; j++) {
+            const size_t at = cache_index(kv, a->layer, j) + head_off;
+            scores[j] = c->k.dot(cache_load(kv, kv->k, at, hd, kbuf), q, hd);
+        }
+        float max = -INFINITY;
+        for (j = 0; j < n_keys; j++) {
+            scores[j] *= scale;
+            max = fmaxf(max, scores[j]);
+        }
+        double sum = 0.0;
+        for (j = 0; j < n_keys; j++) {
+            scores[j] = expf(scores[j] - max);
+            sum += scores[j];
+        }
+        const float inv = (float)(1.0 / sum);
+
+        /* out = sum_j p_j v_j, accumulated in position order. */
+        float *out = a->out + t * a->ldo + h * hd;
+        memset(out, 0, (size_t)hd * sizeof *out);
+        for (j = 0; j < n_keys; j++) {
+            const size_t at = cache_index(kv, a->layer, j) + head_off;
+            c->k.axpy(out, scores[j] * inv, cache_load(kv, kv->v, at, hd, vbuf), hd);
+        }
+    }
+}
+
+void vt_attention(vt_cpu *c, const vt_attention_args *a)
+{
+    att_job job = { c, a };
+    vt_pool_run(&c->pool, attention_worker, &job);
+}
+
+/* ======================================================================
+ * Evaluation
+ * ====================================================================== */
+
+int vt_eval_check(const char *file, const int32_t *tokens, int32_t n, const float *logits,
+                  int32_t n_past, int32_t n_ctx, int32_t n_vocab, vt_error *err)
+{
+    if (n <= 0 || !tokens || !logits)
+        return vt_error_set(err, VT_EINPUT, "%s: eval: expected at least one token and a logits "
+                            "buffer (n = %d)", file, (int)n);
+    if ((int64_t)n_past + n > n_ctx)
+        return vt_error_set(err, VT_EINPUT,
+                            "%s: eval: %d tokens after %d exceed the context capacity n_ctx = %d",
+                            file, (int)n, (int)n_past, (int)n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return vt_error_set(err, VT_EINPUT,
+                                "%s: eval: token %d at position %d: expected 0 <= id < %d", file,
+                                (int)tokens[i], (int)i, (int)n_vocab);
+    return VT_OK;
+}
+
+void vt_eval_batches(void *model, vt_forward_fn forward, const int32_t *tokens, int32_t n,
+                     int32_t step, int all_logits, int32_t n_vocab, float *logits)
+{
+    for (int32_t i0 = 0; i0 < n; i0 += step) {
+        const int32_t nt = n - i0 < step ? n - i0 : step;
+        const int last = i0 + nt == n;
+        if (all_logits)
+            forward(model, tokens + i0, nt, 0, nt, logits + (size_t)i0 * (size_t)n_vocab);
+        else
+            forward(model, tokens + i0, nt, last ? nt - 1 : 0, last ? 1 : 0, logits);
+    }
+}
