@@ -15,8 +15,9 @@
  * a 600 milli-nat gap (failed); the counts are checked.
  *
  * Beside the total it prints the parts (one capture and its side file read
- * alone, and plain SHA-256 of all five inputs' bytes on one thread, the
- * floor any verification of them has before threads;
+ * alone, and plain SHA-256 of all five inputs' bytes on one thread (the
+ * anchor: OpenSSL's SHA-256, the floor any verification of them has
+ * before threads; total/sha is the ratio to it);
  * reading all three, guards, compare, publish), the CPU seconds of the
  * end-to-end part (all threads: steadier than wall time on a shared
  * machine), the input size, and the time per prompt, to show how it
@@ -449,8 +450,8 @@ int main(int argc, char **argv)
     snprintf(plk, sizeof plk, "%s/L.topk", dir);
     snprintf(pok, sizeof pok, "%s/O.topk", dir);
     printf("neartie_bench: %d tokens per prompt, top-%d log-probs per position, one repeat; files in %s\n", T, K, dir);
-    printf("%8s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "prompts", "input MB", "read L", "sha256 in", "read all",
-           "guards", "compare", "publish", "total s", "cpu s", "us/prompt");
+    printf("%8s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %10s\n", "prompts", "input MB", "read L", "sha256 in",
+           "read all", "guards", "compare", "publish", "total s", "cpu s", "us/prompt", "total/sha");
     double first_per_prompt = 0;
     int rc = 0;
     for (int si = 0; si < n_sizes; si++) {
@@ -527,9 +528,9 @@ int main(int argc, char **argv)
         double total = e - a, per = total / P * 1e6;
         if (si == 0)
             first_per_prompt = per;
-        printf("%8d %10.1f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.1f  x%.2f per prompt vs %d\n", P,
-               (double)(L.size + L.topk_size + O.size + O.topk_size + S.size) / 1e6, t_read, t_sha, b - a, g - b, cmp - g, e - cmp, total, cpu, per,
-               per / first_per_prompt, sizes[0]);
+        printf("%8d %10.1f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.1f %10.2f  x%.2f per prompt vs %d\n",
+               P, (double)(L.size + L.topk_size + O.size + O.topk_size + S.size) / 1e6, t_read, t_sha, b - a, g - b,
+               cmp - g, e - cmp, total, cpu, per, total / t_sha, per / first_per_prompt, sizes[0]);
         fflush(stdout);
     }
     if (!keep) {
