@@ -6,6 +6,7 @@
 
 #include "engine/codec.h"
 #include "engine/gguf_file.h"
+#include "tests/support/vt_test.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -37,13 +38,7 @@ static uint8_t *slurp(const char *path, size_t *size)
     return b;
 }
 
-static void spit(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert(f, "cannot create %s", path);
-    cr_assert_eq(fwrite(data, 1, n, f), n);
-    cr_assert_eq(fclose(f), 0);
-}
+#define spit(path, data, n) vt_test_spit(path, data, n)
 
 static int cmp_names(const void *a, const void *b)
 {

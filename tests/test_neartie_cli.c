@@ -21,6 +21,14 @@
 #include "compare/capture_read.h"
 #include "compare/guards.h"
 #include "provenance/provenance.h"
+#include "tests/support/vt_test.h"
+
+#define slurp(path, len) vt_test_slurp(path, len)
+#define exists(path) vt_test_exists(path)
+#define sh(e, ...) VT_TEST_SH(e, __VA_ARGS__)
+#define get(o, key) vt_test_get(o, key)
+#define load_json(path) vt_test_load_json(path)
+#define spit(path, data, n) vt_test_spit(path, data, n)
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -42,62 +50,6 @@ typedef struct env {
 
 /* ---------------------------------------------------------------- helpers */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return s;
-}
-
-static void spit(const char *path, const char *text, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    cr_assert_eq(fwrite(text, 1, n, f), n);
-    fclose(f);
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static int sh(env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(env *e, const char *fmt, ...)
-{
-    char cmd[4096], full[4400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "%s >'%s/.stdout' 2>'%s/.stderr'", cmd, e->dir, e->dir);
-    int st = system(full);
-    char p[160];
-    snprintf(p, sizeof p, "%s/.stdout", e->dir);
-    char *s = slurp(p, NULL);
-    snprintf(e->cmd_out, sizeof e->cmd_out, "%s", s ? s : "");
-    free(s);
-    snprintf(p, sizeof p, "%s/.stderr", e->dir);
-    s = slurp(p, NULL);
-    snprintf(e->cmd_err, sizeof e->cmd_err, "%s", s ? s : "");
-    free(s);
-    cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
-    cr_assert(!strstr(e->cmd_err, "Sanitizer") && !strstr(e->cmd_err, "runtime error:"), "%s:\n%s", cmd, e->cmd_err);
-    return WEXITSTATUS(st);
-}
-
 static void setup(env *e)
 {
     memset(e, 0, sizeof *e);
@@ -115,24 +67,6 @@ static void teardown(env *e)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
     cr_assert_eq(system(cmd), 0);
-}
-
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    cr_assert_not_null(v, "member %s missing", key);
-    return v;
-}
-
-static cJSON *load_json(const char *path)
-{
-    size_t n;
-    char *s = slurp(path, &n);
-    cr_assert_not_null(s, "%s", path);
-    cJSON *j = cJSON_ParseWithLength(s, n);
-    cr_assert_not_null(j, "%s: not JSON", path);
-    free(s);
-    return j;
 }
 
 /* ------------------------------------------------- hand-made documents */

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "provenance/provenance.h"
+#include "tests/support/vt_test.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -81,11 +82,7 @@ static unsigned char *read_file(const char *path, size_t *n)
     return p;
 }
 
-static int exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
+#define exists(path) vt_test_exists(path)
 
 /* Runs `vt seal ARGS`; returns the exit code, stderr in tmp/err.txt. */
 static int seal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,103 @@
+/* Helpers the Criterion suites share: files, JSON members, and running a
+ * command with its output kept. Header-only (static inline) because each
+ * suite is its own program (CMakeLists.txt: one executable per
+ * tests/test_*.c). */
+#ifndef VT_TEST_H
+#define VT_TEST_H
+
+#include <criterion/criterion.h>
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
+static inline char *vt_test_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+static inline void vt_test_spit(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Whether anything is at path (a dangling symlink counts). */
+static inline int vt_test_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Runs the command in a shell, stdout and stderr kept in out and err (via
+ * files in dir); its exit status. A sanitizer report in the child fails
+ * the test, whatever it exited with. */
+static inline int vt_test_sh(const char *dir, char *out, size_t out_cap, char *err, size_t err_cap, const char *fmt,
+                             ...) __attribute__((format(printf, 6, 7)));
+static inline int vt_test_sh(const char *dir, char *out, size_t out_cap, char *err, size_t err_cap, const char *fmt,
+                             ...)
+{
+    char cmd[4096], full[4400], p[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s >'%s/.stdout' 2>'%s/.stderr'", cmd, dir, dir);
+    int st = system(full);
+    snprintf(p, sizeof p, "%s/.stdout", dir);
+    char *s = vt_test_slurp(p, NULL);
+    snprintf(out, out_cap, "%s", s ? s : "");
+    free(s);
+    snprintf(p, sizeof p, "%s/.stderr", dir);
+    s = vt_test_slurp(p, NULL);
+    snprintf(err, err_cap, "%s", s ? s : "");
+    free(s);
+    cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
+    cr_assert(!strstr(err, "Sanitizer") && !strstr(err, "runtime error:"), "%s:\n%s", cmd, err);
+    return WEXITSTATUS(st);
+}
+
+/* A suite's env with dir, cmd_out and cmd_err members. */
+#define VT_TEST_SH(e, ...) \
+    vt_test_sh((e)->dir, (e)->cmd_out, sizeof (e)->cmd_out, (e)->cmd_err, sizeof (e)->cmd_err, __VA_ARGS__)
+
+static inline cJSON *vt_test_load_json(const char *path)
+{
+    size_t n;
+    char *s = vt_test_slurp(path, &n);
+    cr_assert_not_null(s, "%s", path);
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    cr_assert_not_null(j, "%s: not JSON", path);
+    free(s);
+    return j;
+}
+
+/* The member key of o, which must be there. */
+static inline const cJSON *vt_test_get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert_not_null(v, "member %s missing", key);
+    return v;
+}
+
+#endif
