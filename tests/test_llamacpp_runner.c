@@ -18,6 +18,7 @@
 
 #include "oracle/llamacpp_runner.h"
 #include "oracle/llamacpp_vocab.h"
+#include "tests/support/vt_test.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,37 +36,9 @@
 /* Ids below 1024: bytes and early merges, present in every cut vocabulary. */
 static const int32_t prompt[N_PROMPT] = { 1007, 11, 879, 0, 100, 42, 220, 17, 1000, 5 };
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-} fixture;
-
-/* A tiny F32 Qwen3 model, made by the vt under test. */
-static fixture make_model(void)
-{
-    fixture f;
-    snprintf(f.dir, sizeof f.dir, "/tmp/vt-llamacpp-runner-XXXXXX");
-    cr_assert_not_null(mkdtemp(f.dir), "mkdtemp");
-    snprintf(f.path, sizeof f.path, "%s/tiny.gguf", f.dir);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "'%s' fixture make --arch qwen3 --preset tiny --weights F32 -o '%s' 2>&1", VT_BIN,
-             f.path);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    char out[2048];
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d: %s", cmd, st, out);
-    return f;
-}
-
-static void remove_model(fixture *f)
-{
-    unlink(f->path);
-    rmdir(f->dir);
-}
+typedef vt_test_model fixture;
+#define make_model() vt_test_model_make("qwen3", "F32")
+#define remove_model(f) vt_test_model_remove(f)
 
 static vt_runner_settings settings(const char *path, vt_exec_mode mode, vt_cache_dtype cache,
                                    int32_t threads)

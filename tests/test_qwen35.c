@@ -20,6 +20,7 @@
 #include "engine/qwen35.h"
 #include "engine/qwen35_kernels.h"
 #include "engine/runner.h"
+#include "tests/support/vt_test.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -361,36 +362,9 @@ Test(kernels, multi_section_rope_angles)
  * End to end on the tiny fixture
  * --------------------------------------------------------------------- */
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-} fixture;
-
-static fixture make_model(const char *weights)
-{
-    fixture f;
-    snprintf(f.dir, sizeof f.dir, "/tmp/vt-qwen35-XXXXXX");
-    cr_assert_not_null(mkdtemp(f.dir), "mkdtemp");
-    snprintf(f.path, sizeof f.path, "%s/tiny.gguf", f.dir);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "'%s' fixture make --arch qwen35 --preset tiny --weights %s --seed 1 -o '%s' 2>&1",
-             VT_BIN, weights, f.path);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    char out[2048];
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d: %s", cmd, st, out);
-    return f;
-}
-
-static void remove_model(fixture *f)
-{
-    unlink(f->path);
-    rmdir(f->dir);
-}
+typedef vt_test_model fixture;
+#define make_model(weights) vt_test_model_make("qwen35", weights)
+#define remove_model(f) vt_test_model_remove(f)
 
 static vt_runner_settings settings(const char *path, vt_exec_mode mode, int32_t threads)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
 static inline char *vt_test_slurp(const char *path, size_t *len)
@@ -98,6 +99,38 @@ static inline const cJSON *vt_test_get(const cJSON *o, const char *key)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     cr_assert_not_null(v, "member %s missing", key);
     return v;
+}
+
+/* A tiny model fixture made by `vt fixture make` (VT_BIN) in a directory
+ * of its own; removed with vt_test_model_remove. */
+typedef struct vt_test_model {
+    char dir[64];
+    char path[128];
+} vt_test_model;
+
+static inline vt_test_model vt_test_model_make(const char *arch, const char *weights)
+{
+    vt_test_model f;
+    snprintf(f.dir, sizeof f.dir, "/tmp/vt-%s-XXXXXX", arch);
+    cr_assert_not_null(mkdtemp(f.dir), "mkdtemp");
+    snprintf(f.path, sizeof f.path, "%s/tiny.gguf", f.dir);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' fixture make --arch %s --preset tiny --weights %s --seed 1 -o '%s' 2>&1", VT_BIN,
+             arch, weights, f.path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    char out[2048];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d: %s", cmd, st, out);
+    return f;
+}
+
+static inline void vt_test_model_remove(vt_test_model *f)
+{
+    unlink(f->path);
+    rmdir(f->dir);
 }
 
 #endif
