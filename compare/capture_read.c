@@ -16,9 +16,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* capture/vt.capture.schema.json, embedded by the build (CMakeLists.txt). */
 extern const unsigned char vt_capture_schema_json[];
@@ -164,103 +161,14 @@ done:
     return p;
 }
 
-/* The shape of nearly every log-prob, checked inline: -?D.F, D "0" or up
- * to 8 digits, F ending in a non-zero digit, at most 9 significant digits,
- * at most 3 zeros after "0." (a subset of number_scan's fast shapes). NULL
- * means "ask number_scan", not "not canonical". */
-static inline __attribute__((always_inline)) const char *number_quick_scalar(const char *p)
-{
-    const char *q = p + (*p == '-');
-    if (*q == '0') {
-        if (*++q != '.')
-            return NULL;
-        const char *f = ++q;
-        while (*q == '0')
-            q++;
-        if (q - f > 3)
-            return NULL;
-        const char *sd = q;
-        while (is_digit(*q))
-            q++;
-        if (q - sd < 1 || q - sd > 9 || q[-1] == '0' || *q == 'e' || *q == 'E')
-            return NULL;
-        return q;
-    }
-    const char *ip = q;
-    while (is_digit(*q))
-        q++;
-    if (q == ip || *q != '.')
-        return NULL;
-    const char *f = ++q;
-    while (is_digit(*q))
-        q++;
-    if (q == f || (q - ip) - 1 > 9 || q[-1] == '0' || *q == 'e' || *q == 'E')
-        return NULL;
-    return q;
-}
-
-#if defined(__SSE2__)
-/* Bit i set where q[i] (i < 16) is a digit, or is '0'. */
-static inline unsigned digits16(const char *q)
-{
-    __m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)q), _mm_set1_epi8('0'));
-    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(9)), v));
-}
-
-static inline unsigned zeros16(const char *q)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
-    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
-}
-#endif
-
-/* The same shape, from one 16-byte load: the digit runs found by bit
- * scans instead of a loop per character (most of a capture's bytes are
- * top-k log-probs). */
-static inline __attribute__((always_inline)) const char *number_quick(const char *p, const char *end)
-{
-#if defined(__SSE2__)
-    const char *q = p + (*p == '-');
-    if (end - q < 16)
-        return number_quick_scalar(p);
-    unsigned nondig = ~digits16(q) & 0xffffu;
-    unsigned a = (unsigned)__builtin_ctz(nondig | 0x10000u); /* integer digits */
-    if (a == 0 || a > 8 || q[a] != '.' || (a > 1 && q[0] == '0'))
-        return NULL;
-    unsigned after = nondig & ~((2u << a) - 1u);
-    if (!after)
-        return NULL; /* longer than the window */
-    unsigned b = (unsigned)__builtin_ctz(after); /* the byte after the fraction */
-    unsigned fd = b - a - 1;
-    if (fd == 0 || q[b - 1] == '0' || q[b] == 'e' || q[b] == 'E')
-        return NULL;
-    if (q[0] == '0') {
-        unsigned lead0 = (unsigned)__builtin_ctz(~(zeros16(q) >> 2)); /* zeros after "0." */
-        if (lead0 > 3 || fd - lead0 > 9)
-            return NULL;
-    } else if (a + fd > 9) {
-        return NULL;
-    }
-    return q + b;
-#else
-    (void)end;
-    return number_quick_scalar(p);
-#endif
-}
-
 int vt_doc_number_canonical(const char *s, size_t n, double *value)
 {
-    char buf[400 + 32];
+    char buf[400 + 1];
     if (n >= 400)
         return 0;
     memcpy(buf, s, n);
-    memset(buf + n, 0, 32); /* the sentinel, and room for a 16-byte load */
-    /* Both paths the reader takes: the inline one for top-k log-probs may
-     * only accept what the full one accepts, ending at the same byte. */
-    const char *quick = number_quick(buf, buf + n + 32);
+    buf[n] = '\0'; /* the sentinel number_scan stops at */
     const char *e = number_scan(buf, value);
-    if (quick && quick != e)
-        return -1;
     return e == buf + n;
 }
 
@@ -447,7 +355,7 @@ typedef struct chunk {
     /* where we are, for messages */
     int32_t run;
     const char *field;
-    int32_t i, j;
+    int32_t i;
     run_rec *runs;
     int32_t n_runs;
     size_t cap_runs;
@@ -475,10 +383,8 @@ static int fail_at(chunk *c, const char *at, const char *expected)
         snprintf(where, sizeof where, "runs[%s]", run);
     else if (c->i < 0)
         snprintf(where, sizeof where, "runs[%s].%s", run, c->field);
-    else if (c->j < 0)
-        snprintf(where, sizeof where, "runs[%s].%s[%d]", run, c->field, c->i);
     else
-        snprintf(where, sizeof where, "runs[%s].topk[%d][%d].%s", run, c->i, c->j, c->field);
+        snprintf(where, sizeof where, "runs[%s].%s[%d]", run, c->field, c->i);
     c->rc = vt_error_set(&c->err, VT_EINPUT, "%s: offset %zu: field %s: expected %s", c->path,
                          (size_t)(at - c->base), where, expected);
     return c->rc;
@@ -617,7 +523,7 @@ static const char *run_parse(chunk *c, const char *p)
 {
     const char *end = c->end;
     c->field = NULL;
-    c->i = c->j = -1;
+    c->i = -1;
     run_rec r = { .at = (size_t)(p - c->base), .off = c->n_tok };
     const char *q;
     if (!LIT(&p, end, "{\"prompt\":") || !(q = uint_scan(p, &r.prompt))) {
@@ -691,7 +597,7 @@ static const char *run_parse(chunk *c, const char *p)
         }
     }
     c->field = NULL;
-    c->i = c->j = -1;
+    c->i = -1;
     if (LIT(&p, end, ",\"logits_sha256\":\"")) {
         if (!is_hex64(p, end)) {
             c->field = "logits_sha256";
@@ -942,7 +848,7 @@ static const char *runs_parse(vt_doc *d, const char *base, const char *end, cons
             c->stop = i + 1 < m ? starts[i + 1] - 1 : NULL;
             c->prefix = d->kind == VT_DOC_PREFIX;
             c->run0 = i == 0 ? 0 : -1;
-            c->i = c->j = -1;
+            c->i = -1;
             if (i > 0)
                 started[i] = pthread_create(&th[i], NULL, chunk_parse, c) == 0;
         }

@@ -1,7 +1,7 @@
 /* Reading vt.capture/1 and vt.prefix-scores/1 documents (capture/capture.h)
  * for comparison: fast enough for captures of 10^4 prompts x 10^2..10^3
- * tokens with top-k log-probs (gigabytes of JSON), and as strict as the
- * format is.
+ * tokens (tens of megabytes of JSON, and top-k side files of hundreds),
+ * and as strict as the format is.
  *
  *  - A capture is canonical JSON and a newline, exactly as vt-capture
  *    writes it (capture/canonical_json.h); anything else is refused. Its
@@ -94,9 +94,8 @@ void vt_doc_free(vt_doc *d);
 const cJSON *vt_capture_schema(void);
 
 /* Whether the JSON number text s[0..n) is in canonical form
- * (vt_canonical_number of its value): 1 or 0; *value gets the value. -1 if
- * the reader's two paths (the inline one for top-k log-probs and the full
- * one) disagree, which is a bug. For tests. */
+ * (vt_canonical_number of its value), as the run reader judges it: 1 or 0;
+ * *value gets the value. For tests. */
 int vt_doc_number_canonical(const char *s, size_t n, double *value);
 
 #endif
