@@ -749,7 +749,7 @@ static int run_all(vt_capture *c, vt_runner *r, cJSON *runs, det_state *det, vt_
                     }
                 }
                 add_str(run, "logits_sha256", sha.hex);
-                if (c->side)
+                if (c->side && rc == VT_OK)
                     rc = vt_logits_writer_add(c->side, (uint32_t)p, (uint32_t)rep, logits, (uint32_t)n,
                                               (uint32_t)nv, err);
             }

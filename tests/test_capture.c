@@ -475,6 +475,28 @@ Test(publish, top_k_side_file_options)
     teardown(&e);
 }
 
+/* A side file that cannot be written (the file size limit, as a full disk
+ * would) fails the capture with one line, and nothing is published. */
+Test(publish, a_side_file_that_cannot_be_written_leaves_nothing)
+{
+    env e;
+    setup(&e);
+    static const char *const cases[][2] = {
+        { "--top-k 100", "vt-capture: top-k side file: temporary file: write error: File too large" },
+        { "--top-k 0 --logits-out c.logits", "vt-capture: logits side file: temporary file: write error: File too large" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = sh(&e, "cd '%s' && trap '' XFSZ && ulimit -f 16 && '%s' capture --runner engine --model '%s' "
+                        "--prompts '%s' --threads 1 --max-tokens 64 --no-timestamp --out c.json %s",
+                    e.dir, VT_BIN, e.model, e.prompts, cases[i][0]);
+        cr_assert_eq(rc, 2, "%s: exit %d: %s", cases[i][0], rc, e.cmd_err);
+        cr_assert(strstr(e.cmd_err, cases[i][1]), "%s", e.cmd_err);
+        cr_assert_eq(strchr(e.cmd_err, '\n') - e.cmd_err + 1, (long)strlen(e.cmd_err), "one line: %s", e.cmd_err);
+        cr_assert(!exists(e.out) && !exists(e.topk) && !exists(e.logits), "%s: something was written", cases[i][0]);
+    }
+    teardown(&e);
+}
+
 static int fail_after_first_rename(const char *step, int item, void *ctx)
 {
     (void)ctx;
