@@ -26,7 +26,7 @@
 #include "capture/canonical_json.h"
 #include "capture/capture.h"
 #include "capture/topk_file.h"
-#include "compare/capture_read.h"
+#include "capture/capture_read.h"
 #include "compare/neartie_report.h"
 #include "provenance/provenance.h"
 
@@ -471,7 +471,7 @@ int main(int argc, char **argv)
         /* The parts, alone: one capture read and verified; plain SHA-256. */
         double t0 = now();
         vt_doc d;
-        vt_doc_source src = { pl, NULL, 0, VT_DOC_CAPTURE, 0 };
+        vt_doc_source src = { .path = pl, .kind = VT_DOC_CAPTURE, .threads = 0 };
         if (vt_doc_read(&src, &d, &err) != VT_OK) {
             fprintf(stderr, "neartie_bench: %s\n", err.msg);
             return 2;

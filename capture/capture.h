@@ -6,11 +6,11 @@
  * order below, with a final newline; the schema of both is
  * capture/vt.capture.schema.json ($defs/capture, $defs/prefix_scores).
  *
- * vt.capture/1 (generation):
+ * vt.capture/2 (generation):
  *   schema, tool{name,version,git}, created_utc?,
- *   model{files[{name,size,sha256}], revision, arch, gguf{...}, verified,
- *         manifest{file,sha256}|null},
- *   runtime{runner{name,version,backend,library,detail}, binary{path,sha256},
+ *   model{files[{name,size,sha256}], revision, arch, gguf{..., vocab_sha256,
+ *         tensor_types}, verified, problems[], manifest{file,sha256}|null},
+ *   runtime{runner{name,version,backend,device,library,detail}, binary{path,sha256},
  *           objects[{path,size,sha256}] (sorted by path), libraries{...},
  *           cpu{model,flags,machine,cores,cores_usable}, kernel, threads,
  *           resolved, unresolved?} (only runner, threads, resolved, unresolved
@@ -31,7 +31,7 @@
  *               first_mismatch?{prompt,repeat,position,field}},
  *   workload_seal, seal
  *
- * vt.prefix-scores/1 (--score-prefix-of LOCAL): the runner teacher-forced on
+ * vt.prefix-scores/2 (--score-prefix-of LOCAL): the runner teacher-forced on
  * LOCAL's streams (each prompt's repeat-0 tokens after its prompt tokens):
  *   schema, tool, created_utc?, local{file,sha256,schema,seal,workload_seal},
  *   model, runtime, package, launcher, settings, prompts (LOCAL's),
@@ -39,6 +39,12 @@
  *         (of those tokens), argmax[], argmax_logprobs[], logits_sha256?}],
  *   logits_file, determinism, workload_seal, seal
  * A reader's gap at a position is argmax_logprobs[i] - logprobs[i] (>= 0).
+ *
+ * Version 2 added model.gguf.vocab_sha256 (what token ids mean: the token
+ * list, token types and merges), model.problems (why the model is not
+ * verified) and runtime.runner.device. vt.capture/1 and
+ * vt.prefix-scores/1 are still read (capture_read.h) but are not strict
+ * evidence (strict.h, rule format).
  *
  * Conventions:
  *  - prompt indices (runs[].prompt, first_mismatch.prompt) are 0-based
@@ -85,9 +91,15 @@
 #include "../common/vt_publish.h"
 #include "../engine/runner.h"
 
-#define VT_CAPTURE_SCHEMA "vt.capture/1"
-#define VT_PREFIX_SCORES_SCHEMA "vt.prefix-scores/1"
+#define VT_CAPTURE_SCHEMA "vt.capture/2"
+#define VT_PREFIX_SCORES_SCHEMA "vt.prefix-scores/2"
+/* The first versions, still read (capture_read.h). */
+#define VT_CAPTURE_SCHEMA_V1 "vt.capture/1"
+#define VT_PREFIX_SCORES_SCHEMA_V1 "vt.prefix-scores/1"
 #define VT_CAPTURE_STRICT_REPEATS 10
+/* llama.cpp sizes a context in multiples of 256 cells (measured: asked
+ * for 10, llama_n_ctx reports 256). */
+#define VT_CAPTURE_CTX_GRAIN 256
 /* Largest seed a capture records exactly (JSON integers beyond 2^53 are not). */
 #define VT_CAPTURE_MAX_SEED ((1ull << 53) - 1)
 
@@ -95,12 +107,14 @@ typedef struct vt_capture_opts {
     const char *runner;            /* "engine", "llamacpp" */
     const char *model;             /* GGUF file */
     const char *prompts;           /* JSON Lines (prompts.h); NULL with score_prefix_of */
-    const char *score_prefix_of;   /* a vt.capture/1 to teacher-force on, or NULL */
+    const char *score_prefix_of;   /* a vt.capture to teacher-force on, or NULL */
+    const struct vt_doc *score_prefix_doc; /* LOCAL already read (capture_read.h), or NULL: read
+                                              here; score_prefix_of then only names it */
     const char *out;               /* the document's path */
     const char *logits_out;        /* full-logits side file, or NULL */
     const char *topk_out;          /* top-k side file; NULL: OUT without .json, plus .topk */
     const char *model_manifest;    /* vt.manifest/1, or NULL */
-    const char *launcher_manifest; /* JSON the launcher wrote, or NULL */
+    const char *launcher_manifest; /* JSON the launcher wrote (its schema: strict.h), or NULL */
     const char *package;           /* .whl or npm .tgz, or NULL */
     const char *package_root;      /* npm: the unpacked package (NULL: the directory with
                                       package.json above the runner's library); wheel: the
@@ -110,11 +124,13 @@ typedef struct vt_capture_opts {
     /* Runner settings as requested. model_path is ignored (model above).
      * n_threads, n_ctx, n_batch 0 mean the default, made explicit in
      * settings.requested: threads 1 in eager mode, else one per CPU; n_ctx
-     * the longest prompt plus its tokens to generate or score; n_batch 1
-     * in eager mode, else 512 clipped to n_ctx. */
+     * the longest prompt plus its tokens to generate or score, rounded up
+     * to a multiple of VT_CAPTURE_CTX_GRAIN (llama.cpp's context grain,
+     * so every runner applies it as asked); n_batch 1 in eager mode, else
+     * 512 clipped to the longest prompt plus its tokens. */
     vt_runner_settings settings;
     int32_t repetitions;           /* runs per prompt, >= 1 */
-    int32_t max_tokens;            /* tokens generated per run (not used when scoring) */
+    int32_t max_tokens;            /* tokens generated per run, >= 1 (not used when scoring) */
     int32_t top_k;                 /* log-probs recorded per position (clipped to the vocabulary);
                                       0: none, no top-k side file. Not used when scoring. */
     /* settings fields ("threads", "sampling.top_p", ...) whose requested and
@@ -138,21 +154,23 @@ typedef struct vt_capture vt_capture; /* opaque */
  * runs yet. o's strings must outlive the handle. */
 vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err);
 
+/* Refuses, before any run, outputs that would alias an input or each other
+ * (LOCAL's side files included), or exist without overwrite (the checks
+ * publication makes, made early). */
+int vt_capture_check_outputs(vt_capture *c, int overwrite, vt_error *err);
 /* Opens the runner, runs every prompt repetitions times, verifies the
  * model against its manifest, reads the runtime identity, verifies the
- * package, builds the sealed document and evaluates the strict gate.
- * A run that fails is recorded (status "error"), not returned. VT_EINPUT
- * when the runner cannot be opened or an input turns out unreadable. */
-/* Refuses, before any run, outputs that would alias an input or each other,
- * or exist without overwrite (the checks publication makes, made early). */
-int vt_capture_check_outputs(vt_capture *c, int overwrite, vt_error *err);
+ * package, builds the sealed document, reads it back with the one reader
+ * and runs the strict gate (strict.h) on it. A run that fails is recorded
+ * (status "error"), not returned. VT_EINPUT when the runner cannot be
+ * opened or an input turns out unreadable. */
 int vt_capture_run(vt_capture *c, vt_error *err);
 
-/* The strict gate's refusals after vt_capture_run, one line each
- * ("settings.resolved.threads: 1: expected the requested 2"); evaluated
- * whether or not opts.strict is set. */
+/* The strict gate's reasons after vt_capture_run, each with its rule
+ * (common/vt_reasons.h); evaluated whether or not opts.strict is set. */
+const struct vt_reasons *vt_capture_refusals(const vt_capture *c);
 int vt_capture_n_refusals(const vt_capture *c);
-const char *vt_capture_refusal(const vt_capture *c, int i);
+const char *vt_capture_refusal(const vt_capture *c, int i); /* reason i's text */
 
 /* The document's bytes (canonical JSON and a newline). */
 const char *vt_capture_text(const vt_capture *c, size_t *len);

@@ -10,24 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The side file of d (logits_file.name, relative to d's directory), or 0
- * with m->reason set. */
+/* The side file of d (the reader resolved it, and checked it is there with
+ * its recorded size and SHA-256), or 0 with m->reason set. */
 static int side_path(const vt_doc *d, char *out, size_t cap, vt_nt_metrics *m)
 {
-    const cJSON *lf = cJSON_GetObjectItemCaseSensitive(d->meta, "logits_file");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(lf, "name");
-    if (!cJSON_IsString(name)) {
+    if (!d->logits_path) {
         snprintf(m->reason, sizeof m->reason, "%.1000s has no full-logits side file (logits_file null)", d->path);
         return 0;
     }
-    const char *slash = strrchr(d->path, '/');
-    int dir = slash ? (int)(slash - d->path) : 0;
-    snprintf(out, cap, "%.*s%s%s", dir, d->path, slash ? "/" : "", name->valuestring);
-    if (access(out, R_OK) != 0) {
-        snprintf(m->reason, sizeof m->reason, "%.600s: the side file %.200s recorded by %.500s is not there", out,
-                 name->valuestring, d->path);
-        return 0;
-    }
+    snprintf(out, cap, "%s", d->logits_path);
     return 1;
 }
 

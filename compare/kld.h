@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
-#include "capture_read.h"
+#include "../capture/capture_read.h"
 
 typedef struct vt_nt_metrics {
     int available;
@@ -35,11 +35,11 @@ typedef struct vt_nt_metrics {
     char local_file[4096], oracle_file[4096]; /* the side files read */
 } vt_nt_metrics;
 
-/* comparable[p]: positions of prompt p with identical prefixes. Side files
- * are looked up beside their captures (logits_file.name). Missing side
- * files make the metrics unavailable (reason set, VT_OK); a side file whose
- * size or SHA-256 is not what its capture records, or whose frames do not
- * match its runs, is VT_EINPUT. */
+/* comparable[p]: positions of prompt p with identical prefixes. The side
+ * files are the ones the reader resolved and checked (vt_doc.logits_path);
+ * a capture without one makes the metrics unavailable (reason set, VT_OK);
+ * a side file whose size or SHA-256 is not what its capture records, or
+ * whose frames do not match its runs, is VT_EINPUT. */
 int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32_t *comparable, vt_nt_metrics *m,
                           vt_error *err);
 

@@ -31,7 +31,9 @@ void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt
             out->max_gap_pos = i;
         }
     }
-    out->cls = out->first_divergence < 0 ? VT_PROMPT_STRICT
+    /* Nothing compared is no agreement: a prompt with no position fails. */
+    out->cls = in->n == 0                ? VT_PROMPT_FAILED
+               : out->first_divergence < 0 ? VT_PROMPT_STRICT
                : out->above_gaps == 0    ? VT_PROMPT_NEAR_TIE
                                          : VT_PROMPT_FAILED;
 }

@@ -4,7 +4,8 @@
  *     gap = 1000 * (logp(oracle argmax) - logp(local token))  milli-nats, >= 0.
  * strict: local tokens equal the oracle's at every position;
  * near-tie-only: not strict, every gap <= threshold (inclusive);
- * failed: some gap above the threshold. */
+ * failed: some gap above the threshold, or no position compared at all
+ * (0 positions are never strict: they compare nothing). */
 #ifndef VT_NEARTIE_H
 #define VT_NEARTIE_H
 
@@ -37,7 +38,9 @@ typedef struct vt_nt_prompt_result {
     int32_t max_gap_pos;               /* -1 if every gap is 0 */
 } vt_nt_prompt_result;
 
-/* Gap in milli-nats at one position (clamped at 0: an argmax tie). */
+/* Gap in milli-nats at one position. The reader refuses scores whose
+ * argmax falls below the scored token by more than VT_DOC_LOGPROB_SLACK
+ * (capture_read.h); what is left below 0 is rounding and counts as 0. */
 static inline double vt_nt_gap_mnats(double logp_argmax, double logp_local)
 {
     double g = 1000.0 * (logp_argmax - logp_local);

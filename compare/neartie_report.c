@@ -26,7 +26,7 @@
 #define VT_GIT_REV "unknown"
 #endif
 
-#define REPORT_SCHEMA "vt.neartie-report/1"
+#define REPORT_SCHEMA "vt.neartie-report/2"
 enum { LOCAL = 0, ORACLE = 1, SCORES = 2 };
 
 typedef struct gap_entry {
@@ -40,7 +40,8 @@ struct vt_neartie {
     int n_docs;
     char *scores_text; /* score_with: the prefix scores' bytes */
     size_t scores_len;
-    vt_lines refusals;
+    vt_reasons refusals;
+    vt_reasons unverified; /* --allow-unverified: the strict rules the captures do not pass */
     cJSON *allowed;    /* what the guards recorded */
     int guarded;
     /* token text */
@@ -190,9 +191,9 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
     c->o = *o;
     for (int i = 0; i < 3; i++)
         c->doc[i].error_run.run = c->doc[i].error_after.run = c->doc[i].differs.run = -1;
-    vt_doc_source src[3] = { { o->local, NULL, 0, VT_DOC_CAPTURE, 0 },
-                             { o->oracle, NULL, 0, VT_DOC_CAPTURE, 0 },
-                             { o->prefix_scores, NULL, 0, VT_DOC_PREFIX, 0 } };
+    vt_doc_source src[3] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
+                             { .path = o->oracle, .kind = VT_DOC_CAPTURE },
+                             { .path = o->prefix_scores, .kind = VT_DOC_PREFIX } };
     int n = o->prefix_scores ? 3 : 2;
     if (vt_doc_read_all(src, c->doc, n, err) != VT_OK) {
         free(c);
@@ -221,8 +222,12 @@ static int score_here(vt_neartie *c, vt_error *err)
     co.runner = c->o.score_with;
     co.model = c->o.model;
     co.score_prefix_of = c->o.local;
+    co.score_prefix_doc = &c->doc[LOCAL]; /* read once, here */
     co.out = c->o.scores_out ? c->o.scores_out : "prefix-scores.json";
     co.repetitions = 1;
+    co.package = c->o.package;
+    co.package_root = c->o.package_root;
+    co.lock = c->o.lock;
     const cJSON *mode = jget(oracle->meta, "settings", "resolved", "mode");
     const cJSON *cache = jget(oracle->meta, "settings", "resolved", "cache_dtype");
     const cJSON *matmul = jget(oracle->meta, "settings", "resolved", "matmul");
@@ -254,7 +259,8 @@ static int score_here(vt_neartie *c, vt_error *err)
         return rc;
     char name[600];
     snprintf(name, sizeof name, "%s", c->o.scores_out ? c->o.scores_out : "prefix scores (--score-with)");
-    vt_doc_source src = { name, c->scores_text, c->scores_len, VT_DOC_PREFIX, 0 };
+    vt_doc_source src = { .path = name, .text = c->scores_text, .len = c->scores_len, .kind = VT_DOC_PREFIX,
+                          .no_side_files = 1 };
     rc = vt_doc_read(&src, &c->doc[SCORES], err);
     if (rc == VT_OK)
         c->n_docs = 3;
@@ -266,21 +272,31 @@ int vt_nt_guard(vt_neartie *c, vt_error *err)
     if (c->guarded)
         return vt_error_set(err, VT_EINPUT, "neartie: guarded twice");
     c->guarded = 1;
-    vt_nt_guard_pair(&c->doc[LOCAL], &c->doc[ORACLE], &c->o.guard, &c->refusals, c->allowed);
-    if (c->refusals.n)
+    vt_nt_inputs in = { .local = &c->doc[LOCAL], .oracle = &c->doc[ORACLE], .o = &c->o.guard,
+                        .allowed = c->allowed, .unverified = &c->unverified };
+    vt_nt_guard_stage(&in, VT_NT_PAIR, &c->refusals);
+    if (vt_nt_n_refusals(c))
         return VT_OK;
     if (c->o.score_with) {
         int rc = score_here(c, err);
         if (rc)
             return rc;
     }
-    vt_nt_guard_prefix(&c->doc[LOCAL], &c->doc[ORACLE], &c->doc[SCORES], &c->o.guard, &c->refusals, c->allowed);
+    in.scores = &c->doc[SCORES];
+    vt_nt_guard_stage(&in, VT_NT_SCORES, &c->refusals);
     return VT_OK;
 }
 
-int vt_nt_n_refusals(const vt_neartie *c) { return c->refusals.n; }
+const vt_reasons *vt_nt_refusals(const vt_neartie *c) { return &c->refusals; }
 
-const char *vt_nt_refusal(const vt_neartie *c, int i) { return i >= 0 && i < c->refusals.n ? c->refusals.v[i] : NULL; }
+int vt_nt_n_refusals(const vt_neartie *c) { return c->refusals.n + (c->refusals.oom && !c->refusals.n); }
+
+const char *vt_nt_refusal(const vt_neartie *c, int i)
+{
+    if (i >= 0 && i < c->refusals.n)
+        return c->refusals.v[i].text;
+    return i == 0 && c->refusals.oom ? "out of memory while listing the guards' reasons" : NULL;
+}
 
 /* The vocabulary for token text: --model, or the model file a capture
  * names, beside it; used only if its size and SHA-256 are the capture's. */
@@ -405,6 +421,16 @@ static int build_report(vt_neartie *c, vt_error *err)
         cJSON_AddNullToObject(tt, "file");
     cJSON_AddStringToObject(tt, "note", c->tok_note);
     cJSON_AddItemToObject(r, "allowed_differences", allowed_json(c));
+    cJSON *ev = cJSON_AddObjectToObject(r, "evidence");
+    cJSON_AddBoolToObject(ev, "strict", c->unverified.n == 0);
+    cJSON *uv = cJSON_AddArrayToObject(ev, "unverified");
+    for (int i = 0; i < c->unverified.n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "rule", c->unverified.v[i].rule);
+        cJSON_AddStringToObject(e, "file", c->unverified.v[i].file);
+        cJSON_AddStringToObject(e, "reason", c->unverified.v[i].text);
+        cJSON_AddItemToArray(uv, e);
+    }
 
     cJSON *prompts = cJSON_AddArrayToObject(r, "prompts");
     for (int32_t p = 0; p < L->n_prompts; p++) {
@@ -605,10 +631,14 @@ static int build_junit(vt_neartie *c, vt_error *err)
               t->prompts, t->failed);
     char v[64];
     snprintf(v, sizeof v, "%g", c->o.threshold_mnats);
+    char dis[32];
+    snprintf(dis, sizeof dis, "%lld", (long long)t->scorer_disagreements);
     const char *props[][2] = { { "threshold_mnats", v },
                                { "local_seal", c->doc[LOCAL].seal.hex },
                                { "oracle_seal", c->doc[ORACLE].seal.hex },
-                               { "prefix_scores_seal", c->doc[SCORES].seal.hex } };
+                               { "prefix_scores_seal", c->doc[SCORES].seal.hex },
+                               { "strict_evidence", c->unverified.n ? "false" : "true" },
+                               { "scorer_disagreements", dis } };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
         vt_sbuf_printf(&b, "      <property name=\"%s\" value=\"%s\"/>\n", props[i][0], props[i][1]);
     vt_sbuf_puts(&b, "    </properties>\n");
@@ -691,9 +721,9 @@ static int build_table(vt_neartie *c, vt_error *err)
         margin_text(c->margin[2 * p + 1], mo, sizeof mo);
         vt_sbuf_printf(&b, "  %s position %d: local %s, oracle %s\n", id, c->res[p].first_divergence, ml, mo);
     }
-    if (t->scorer_disagreements)
-        vt_sbuf_printf(&b, "note: at %lld positions with identical prefixes the prefix scores' argmax is not the oracle "
-                  "capture's token\n", (long long)t->scorer_disagreements);
+    vt_sbuf_printf(&b, "scorer disagreements: %lld (positions with prefixes identical to the oracle's stream where the "
+                   "prefix scores' argmax is not the oracle capture's token: the oracle's own variance)\n",
+                   (long long)t->scorer_disagreements);
     if (c->n_top) {
         vt_sbuf_printf(&b, "largest gaps:\n");
         for (int32_t k = 0; k < c->n_top; k++) {
@@ -725,6 +755,15 @@ static int build_table(vt_neartie *c, vt_error *err)
         vt_sbuf_printf(&b, "metrics: not available: %s\n", m->reason);
     }
     vt_sbuf_printf(&b, "token text: %s\n", c->tok_note);
+    if (c->unverified.n) {
+        vt_sbuf_printf(&b, "evidence: NOT STRICT (--allow-unverified let in %d reason%s):\n", c->unverified.n,
+                       c->unverified.n == 1 ? "" : "s");
+        for (int i = 0; i < c->unverified.n; i++)
+            vt_sbuf_printf(&b, "  rule %s: %s: %s\n", c->unverified.v[i].rule, c->unverified.v[i].file,
+                           c->unverified.v[i].text);
+    } else {
+        vt_sbuf_printf(&b, "evidence: strict (both captures pass the strict gate)\n");
+    }
     for (const cJSON *d = c->allowed->child; d; d = d->next) {
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(d, "left"), *r = cJSON_GetObjectItemCaseSensitive(d, "right");
         vt_sbuf_printf(&b, "allowed difference: %s: %s %s", cJSON_GetObjectItemCaseSensitive(d, "field")->valuestring,
@@ -875,16 +914,21 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
         items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->scores_text, .size = c->scores_len };
     if (n == 0)
         return VT_OK;
-    /* The outputs may not alias any input: captures, scores, model, side files. */
-    const char *inputs[8];
+    /* The outputs may not alias any input: captures, scores, model, the
+     * package, and every side file an input names. */
+    const char *inputs[16];
     int ni = 0;
     const char *direct[] = { c->o.local,
                              c->o.oracle,
                              c->o.prefix_scores,
                              c->o.model,
+                             c->o.package,
                              c->tok_file[0] ? c->tok_file : NULL,
-                             c->metrics.local_file[0] ? c->metrics.local_file : NULL,
-                             c->metrics.oracle_file[0] ? c->metrics.oracle_file : NULL };
+                             c->doc[LOCAL].topk_path,
+                             c->doc[LOCAL].logits_path,
+                             c->doc[ORACLE].topk_path,
+                             c->doc[ORACLE].logits_path,
+                             c->o.prefix_scores ? c->doc[SCORES].logits_path : NULL };
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
         if (direct[i])
             inputs[ni++] = direct[i];
@@ -899,7 +943,8 @@ void vt_nt_free(vt_neartie *c)
     for (int i = 0; i < 3; i++)
         vt_doc_free(&c->doc[i]);
     free(c->scores_text);
-    vt_lines_free(&c->refusals);
+    vt_reasons_free(&c->refusals);
+    vt_reasons_free(&c->unverified);
     cJSON_Delete(c->allowed);
     vt_tokenizer_free(c->tok);
     free(c->ids);

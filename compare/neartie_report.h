@@ -14,7 +14,7 @@
  *  - a text table (one line per prompt: id, class, first divergence,
  *    local and oracle token there, gap; then totals, largest gaps, metrics,
  *    allowed differences, gate);
- *  - a JSON report, schema vt.neartie-report/1, canonical JSON and a
+ *  - a JSON report, schema vt.neartie-report/2 (/1 had no evidence member), canonical JSON and a
  *    newline, sealed like a capture (seal: SHA-256 of the canonical JSON of
  *    everything before it), members in this order:
  *      schema, tool{name,version,git},
@@ -22,6 +22,9 @@
  *      oracle{...}, prefix_scores{file,sha256,seal,runner,scored_by},
  *      threshold_mnats, token_text{file,note},
  *      allowed_differences[{field,differs,differences[{field,left,right}]}],
+ *      evidence{strict, unverified[{rule,file,reason}]} (strict false: the
+ *        captures were let in by --allow-unverified; each strict rule they
+ *        do not pass is listed),
  *      prompts[{index,id,class,positions,first_divergence|null{position,
  *        local{id,text?},oracle{id,text?},gap_mnats,local_margin_mnats,
  *        oracle_margin_mnats},zero_gaps,within_gaps,
@@ -65,6 +68,9 @@ typedef struct vt_nt_opts {
     double threshold_mnats;    /* default 500 */
     const char *out, *junit;   /* report and JUnit paths, or NULL */
     const char *scores_out;    /* with score_with: also publish the scores */
+    const char *package, *package_root, *lock; /* with score_with: the scorer's package, as
+                                                  vt-capture --package (the oracle's runtime
+                                                  includes its package) */
     int overwrite;
     int32_t require_strict;    /* default 0 */
     int32_t max_failed;        /* default 0 */
@@ -88,8 +94,9 @@ typedef struct vt_neartie vt_neartie;
 
 vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err);
 int vt_nt_guard(vt_neartie *c, vt_error *err);
+const vt_reasons *vt_nt_refusals(const vt_neartie *c);
 int vt_nt_n_refusals(const vt_neartie *c);
-const char *vt_nt_refusal(const vt_neartie *c, int i);
+const char *vt_nt_refusal(const vt_neartie *c, int i); /* reason i's text */
 int vt_nt_compare(vt_neartie *c, vt_error *err);
 const char *vt_nt_table(const vt_neartie *c);
 const char *vt_nt_report_json(const vt_neartie *c, size_t *len);

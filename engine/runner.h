@@ -58,6 +58,7 @@ typedef struct vt_runner_identity {
     const char *runner;       /* "engine" / "llamacpp" */
     const char *version;      /* vt version, or the oracle package version */
     const char *backend;      /* "cpu" ... */
+    const char *device;       /* what it computes on: "cpu", or the GPU's name and architecture */
     const char *library;      /* path of the loaded library, or "" */
     const char *detail;       /* e.g. the CPU variant llama.cpp loaded */
 } vt_runner_identity;
@@ -65,6 +66,10 @@ typedef struct vt_runner_identity {
 /* One runner = one table. The state is the runner's own. */
 typedef struct vt_runner_ops {
     const char *name;
+    /* Its code comes from a package (llama.cpp's npm package, a Python
+     * wheel): a strict capture must verify that package and bind the
+     * libraries the runner loaded to it (capture/strict.h, rule package). */
+    int code_from_package;
     /* Load the model for settings; *state on success. */
     int (*open)(const vt_runner_settings *s, void **state, vt_error *err);
     /* Forget the sequence (empty the KV cache and any recurrent state). */

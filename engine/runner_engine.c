@@ -128,6 +128,7 @@ static void engine_identity(void *state, vt_runner_identity *out)
     out->runner = "engine";
     out->version = "vt 0.1.0";
     out->backend = "cpu";
+    out->device = "cpu";
     out->library = "";
     out->detail = e->ops->detail(e->m);
 }

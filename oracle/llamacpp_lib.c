@@ -134,6 +134,11 @@ static const lib_sym k_syms[] = {
     SYM(get_logits_ith, "llama_get_logits_ith"),
     SYM(model_is_recurrent, "llama_model_is_recurrent"),
     SYM(model_is_hybrid, "llama_model_is_hybrid"),
+    SYM(n_ctx, "llama_n_ctx"),
+    SYM(n_batch, "llama_n_batch"),
+    SYM(n_ubatch, "llama_n_ubatch"),
+    SYM(n_threads, "llama_n_threads"),
+    SYM(n_threads_batch, "llama_n_threads_batch"),
 };
 #undef SYM
 

@@ -54,6 +54,13 @@ typedef struct vt_llamacpp_lib {
     float *(*get_logits_ith)(struct llama_context *ctx, int32_t i);
     bool (*model_is_recurrent)(const struct llama_model *model);
     bool (*model_is_hybrid)(const struct llama_model *model);
+    /* What a context was made with, read back (captures record these as
+     * resolved, not the request). */
+    uint32_t (*n_ctx)(const struct llama_context *ctx);
+    uint32_t (*n_batch)(const struct llama_context *ctx);
+    uint32_t (*n_ubatch)(const struct llama_context *ctx);
+    int32_t (*n_threads)(struct llama_context *ctx);
+    int32_t (*n_threads_batch)(struct llama_context *ctx);
 } vt_llamacpp_lib;
 
 /* The process's libllama: loaded on the first call from libdir, or from

@@ -228,26 +228,33 @@ static void lc_identity(void *state, vt_runner_identity *out)
     out->runner = "llamacpp";
     out->version = s->lib->version;
     out->backend = "cpu";
+    out->device = "cpu";
     out->library = s->lib->path;
     out->detail = s->detail;
 }
 
-/* What llama.cpp was given: auto is an F32 KV cache; eager is one thread
- * and one token per llama_decode; production batches are clipped to n_ctx.
- * llama.cpp's CPU backend always rounds activations through the weight's
- * dot type, which is vt's q8 matmul mode. */
+/* What llama.cpp applies, read back from its context: the context size,
+ * the tokens one evaluation computes (vt's chunk per llama_decode, split
+ * by llama.cpp into micro-batches of n_ubatch) and its threads (eager runs
+ * one token per decode, so the generation threads; else the batch ones).
+ * auto is an F32 KV cache. llama.cpp's CPU backend always rounds
+ * activations through the weight's dot type, which is vt's q8 matmul mode. */
 static void lc_resolved(void *state, vt_runner_settings *out)
 {
     lc_state *s = state;
+    const vt_llamacpp_lib *L = s->lib;
+    uint32_t ub = L->n_ubatch(s->ctx), nb = L->n_batch(s->ctx);
+    uint32_t per_eval = (uint32_t)s->chunk < nb ? (uint32_t)s->chunk : nb;
     out->cache_dtype = s->kv;
-    out->n_threads = s->threads;
-    out->n_batch = s->chunk;
-    out->n_ctx = s->n_ctx;
+    out->n_threads = s->chunk == 1 ? L->n_threads(s->ctx) : L->n_threads_batch(s->ctx);
+    out->n_batch = (int32_t)(per_eval < ub ? per_eval : ub);
+    out->n_ctx = (int32_t)L->n_ctx(s->ctx);
     out->matmul = VT_MATMUL_Q8;
 }
 
 const vt_runner_ops vt_runner_llamacpp = {
     .name = "llamacpp",
+    .code_from_package = 1,
     .open = lc_open,
     .reset = lc_reset,
     .eval = lc_eval,

@@ -86,7 +86,7 @@ static void setup(env *e)
     cr_assert_eq(vt_manifest_make_for(e->manifest, files, 1, &m, &err), VT_OK, "%s", err.msg);
     cr_assert_eq(vt_manifest_write(&m, e->manifest, &err), VT_OK, "%s", err.msg);
     vt_manifest_free(&m);
-    spit(e->launcher, "{\"launcher\":\"test_capture\",\"image\":\"local\",\"argv\":[\"vt-capture\"],\"n\":1.5}\n");
+    spit(e->launcher, "{\"launcher\":\"test_capture\",\"image\":\"local\",\"command\":[\"vt-capture\"],\"n\":1.5}\n");
 }
 
 static void teardown(env *e)
@@ -114,7 +114,9 @@ static int count_lines(const char *s)
     return n;
 }
 
-/* A refused strict capture: exit 1, the reason on stderr, nothing written. */
+/* A refused strict capture: exit 1, the reason on stderr, nothing written.
+ * One line per reason: the first names the output, the rule and how many
+ * reasons there are; each further one its rule. */
 static void expect_refused(env *e, int rc, const char *reason)
 {
     cr_assert_eq(rc, 1, "exit %d, expected 1; stderr: %s", rc, e->cmd_err);
@@ -122,9 +124,13 @@ static void expect_refused(env *e, int rc, const char *reason)
     cr_assert(!exists(e->out), "%s written", e->out);
     cr_assert(!exists(e->logits), "%s written", e->logits);
     cr_assert(!exists(e->topk), "%s written", e->topk);
-    /* One line per reason, each naming the output. */
-    for (const char *l = e->cmd_err; *l; l = strchr(l, '\n') + 1) {
-        cr_assert(strncmp(l, "vt-capture: strict: ", 20) == 0, "line: %s", l);
+    char first[300];
+    snprintf(first, sizeof first, "vt-capture: %s: strict: not published by rule ", e->out);
+    cr_assert(strncmp(e->cmd_err, first, strlen(first)) == 0, "first line: %s", e->cmd_err);
+    cr_assert(strstr(e->cmd_err, " reason") && strstr(e->cmd_err, " reason") < strchr(e->cmd_err, '\n'), "%s",
+              e->cmd_err);
+    for (const char *l = strchr(e->cmd_err, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
+        cr_assert(strncmp(l, "vt-capture:   rule ", 19) == 0, "line: %s", l);
         if (!strchr(l, '\n'))
             break;
     }
@@ -205,7 +211,7 @@ Test(strict, refuses_nine_repeats)
     int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 9 --model-manifest '%s' "
                     "--launcher-manifest '%s' --out '%s' --logits-out '%s'",
                 VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out, e.logits);
-    expect_refused(&e, rc, "settings.repetitions: 9: expected at least 10 identical repeats");
+    expect_refused(&e, rc, "by rule repeats (1 reason): settings.resolved.repetitions: 9: expected at least 10 repeats");
     cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
     teardown(&e);
 }
@@ -224,8 +230,9 @@ Test(strict, refuses_a_model_byte_changed_since_the_manifest)
     fclose(f);
     int rc = capture_strict(&e, "engine", e.out, NULL);
     expect_refused(&e, rc, "model.files[0] 'tiny.gguf': size");
-    cr_assert(strstr(e.cmd_err, "as " ), "%s", e.cmd_err);
-    cr_assert(strstr(e.cmd_err, "model.manifest.json: "), "the manifest check's own line: %s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "where model.manifest.json lists size"), "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "by rule model (2 reasons): model.problems[0]: model.manifest.json: "),
+              "the manifest check's own line: %s", e.cmd_err);
     cr_assert_eq(count_lines(e.cmd_err), 2, "the manifest's check and the model file's: %s", e.cmd_err);
     teardown(&e);
 }
@@ -236,7 +243,8 @@ Test(strict, refuses_without_a_manifest)
     setup(&e);
     int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 10 --launcher-manifest '%s' --out '%s'",
                 VT_BIN, e.model, e.prompts, e.launcher, e.out);
-    expect_refused(&e, rc, "--model-manifest: missing: expected a vt.manifest/1 listing every model file");
+    expect_refused(&e, rc, "by rule model (1 reason): model.problems[0]: no model manifest (--model-manifest): "
+                           "expected a model manifest that every model file matches");
     cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
     teardown(&e);
 }
@@ -278,7 +286,8 @@ Test(strict, refuses_without_a_launcher_manifest)
     setup(&e);
     int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 10 --model-manifest '%s' --out '%s'",
                 VT_BIN, e.model, e.prompts, e.manifest, e.out);
-    expect_refused(&e, rc, "--launcher-manifest: missing: expected the launcher's manifest");
+    expect_refused(&e, rc, "by rule launcher (1 reason): launcher: null: expected a launcher manifest "
+                           "(--launcher-manifest)");
     cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
     teardown(&e);
 }
@@ -326,8 +335,11 @@ Test(strict, refuses_a_wheel_with_a_tampered_member)
     snprintf(extra, sizeof extra, "--package '%s'", whl);
     int rc = capture_strict(&e, "engine", e.out, extra);
     expect_refused(&e, rc, "pip/__init__.py: SHA256 of the member is");
-    cr_assert(strstr(e.cmd_err, "not published: package "), "%s", e.cmd_err);
-    cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "by rule package (2 reasons): package.problems[0]: "), "%s", e.cmd_err);
+    /* And nothing that ran came from it: a wheel is bound to what ran
+     * through the installed files the runtime loaded. */
+    cr_assert(strstr(e.cmd_err, ": package.problems[1]: no installed files (--package-root)"), "%s", e.cmd_err);
+    cr_assert_eq(count_lines(e.cmd_err), 2, "two reasons: %s", e.cmd_err);
     teardown(&e);
 }
 
@@ -348,8 +360,101 @@ Test(strict, refuses_a_tampered_oracle_shared_object)
                     " --repetitions 10 --model-manifest '%s' --launcher-manifest '%s' --out '%s' --package '%s'",
                 root, VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out, NPM_TARBALL);
     expect_refused(&e, rc, "libggml-base.so");
-    cr_assert(strstr(e.cmd_err, "not published: package "), "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "by rule package (1 reason): package.problems[0]: "), "%s", e.cmd_err);
     cr_assert_eq(count_lines(e.cmd_err), 1, "one reason only: %s", e.cmd_err);
+    teardown(&e);
+}
+
+/* llama.cpp's code comes from its npm package: under --strict the package
+ * is required, and a launcher manifest must say who started what where. */
+Test(strict, refuses_llamacpp_without_its_package)
+{
+    env e;
+    setup(&e);
+    int rc = capture_strict(&e, "llamacpp", e.out, NULL);
+    expect_refused(&e, rc, "by rule package (1 reason): package: null: expected the package verified and bound to "
+                           "what ran: the llamacpp runner's code comes from a package (--package)");
+    /* With it, it publishes (strict_engine_and_llamacpp_captures_publish). */
+    char extra[300];
+    snprintf(extra, sizeof extra, "--package '%s'", NPM_TARBALL);
+    cr_assert_eq(capture_strict(&e, "llamacpp", e.out, extra), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(strict, the_launcher_manifest_has_a_schema)
+{
+    env e;
+    setup(&e);
+    static const char *const bad[][2] = {
+        { "{}", "launcher.manifest.launcher: missing: expected the launcher manifest's fields: launcher (what started "
+                "the run), host or image (where it ran), command" },
+        { "{\"launcher\":\"ci\",\"command\":\"vt\"}", "launcher.manifest.host: missing" },
+        { "{\"launcher\":\"ci\",\"host\":\"\",\"command\":\"vt\"}", "launcher.manifest.host: empty" },
+        { "{\"launcher\":\"ci\",\"image\":\"img\",\"command\":[]}", "launcher.manifest.command: not an array of "
+                                                                    "non-empty strings" },
+        { "{\"launcher\":\"ci\",\"image\":\"img\",\"command\":[\"vt\",3]}", "launcher.manifest.command: not an array "
+                                                                           "of non-empty strings" },
+        { "{\"launcher\":7,\"image\":\"img\",\"command\":\"vt\"}", "launcher.manifest.launcher: not a string" },
+        { "[\"launcher\"]", "expected a JSON object (the launcher's manifest)" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        spit(e.launcher, bad[i][0]);
+        int rc = capture_strict(&e, "engine", e.out, NULL);
+        cr_assert_eq(rc, 2, "%s: exit %d: %s", bad[i][0], rc, e.cmd_err);
+        cr_assert(strstr(e.cmd_err, "launcher.json: ") && strstr(e.cmd_err, bad[i][1]), "%s: %s", bad[i][0],
+                  e.cmd_err);
+        cr_assert(!exists(e.out));
+    }
+    spit(e.launcher, "{\"launcher\":\"ci\",\"host\":\"runner-7\",\"command\":\"make demo\"}");
+    cr_assert_eq(capture_strict(&e, "engine", e.out, NULL), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+/* A wheel given with --package is bound to what ran: its installed files
+ * verify, but nothing this process loaded came from them. */
+Test(strict, refuses_a_wheel_that_nothing_ran_from)
+{
+    env e;
+    setup(&e);
+    glob_t g;
+    cr_assert_eq(glob("/usr/share/python-wheels/pip-*.whl", 0, NULL, &g), 0, "no pip wheel");
+    char root[160];
+    snprintf(root, sizeof root, "%s/site", e.dir);
+    cr_assert_eq(sh(&e, "mkdir -p '%s' && cd '%s' && python3 -m zipfile -e '%s' .", root, root, g.gl_pathv[0]), 0,
+                 "%s", e.cmd_err);
+    char extra[400];
+    snprintf(extra, sizeof extra, "--package '%s' --package-root '%s'", g.gl_pathv[0], root);
+    globfree(&g);
+    int rc = capture_strict(&e, "engine", e.out, extra);
+    expect_refused(&e, rc, "by rule package (1 reason): package.problems[0]: no shared object this process loaded "
+                           "comes from ");
+    cr_assert(strstr(e.cmd_err, "the runner's code is not bound to the package"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
+Test(capture, zero_tokens_are_refused)
+{
+    env e;
+    setup(&e);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --max-tokens 0 --out '%s'", VT_BIN,
+                e.model, e.prompts, e.out);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "--max-tokens '0': expected an integer in 1..1048576 (a prompt with no position "
+                                "compares nothing)"), "%s", e.cmd_err);
+    cr_assert(!exists(e.out));
+    /* Through the library, the same refusal. */
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    o.runner = "engine";
+    o.model = e.model;
+    o.prompts = e.prompts;
+    o.out = e.out;
+    o.max_tokens = 0;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_null(vt_capture_open(&o, &err));
+    cr_assert_eq(err.code, VT_EINPUT);
+    cr_assert(strstr(err.msg, "--max-tokens 0: expected at least 1"), "%s", err.msg);
     teardown(&e);
 }
 
@@ -760,6 +865,29 @@ Test(prefix, llamacpp_scores_the_engine_capture_with_zero_gaps)
     teardown(&e);
 }
 
+/* The scores may not be written over LOCAL or a side file it names. */
+Test(prefix, outputs_may_not_alias_the_local_capture_or_its_side_files)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 3 "
+                        "--no-timestamp --out '%s' --logits-out '%s'", VT_BIN, e.model, e.prompts, e.out, e.logits), 0,
+                 "%s", e.cmd_err);
+    const char *victims[] = { e.out, e.topk, e.logits };
+    for (int i = 0; i < 3; i++) {
+        char *before = slurp(victims[i], NULL);
+        int rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --overwrite "
+                        "--out '%s'", VT_BIN, e.model, e.out, victims[i]);
+        cr_assert_eq(rc, 2, "%s: exit %d: %s", victims[i], rc, e.cmd_err);
+        cr_assert(strstr(e.cmd_err, strrchr(victims[i], '/') + 1), "%s", e.cmd_err);
+        char *after = slurp(victims[i], NULL);
+        cr_assert_str_eq(after, before, "%s was overwritten", victims[i]);
+        free(before);
+        free(after);
+    }
+    teardown(&e);
+}
+
 Test(prefix, refuses_a_tampered_or_malformed_local)
 {
     env e;
@@ -773,7 +901,11 @@ Test(prefix, refuses_a_tampered_or_malformed_local)
     cJSON *doc = load_json(e.out);
     cJSON *tok = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 0), "tokens"), 0);
     cJSON_SetNumberValue(tok, tok->valuedouble == 1 ? 2 : 1);
-    char *text = cJSON_PrintUnformatted(doc);
+    size_t tn;
+    char *text = vt_canonical_json(doc, &tn, NULL);
+    cr_assert_not_null(text);
+    text = realloc(text, tn + 2);
+    memcpy(text + tn, "\n", 2);
     spit(bad, text);
     free(text);
     cJSON_Delete(doc);
@@ -792,7 +924,14 @@ Test(prefix, refuses_a_tampered_or_malformed_local)
     rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
             e.model, bad, scores);
     cr_assert_eq(rc, 2, "%s", e.cmd_err);
-    cr_assert(strstr(e.cmd_err, "bad.json: field schema: expected \"vt.capture/1\""), "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: offset 10: field schema: expected canonical JSON (no whitespace)"), "%s",
+              e.cmd_err);
+    spit(bad, "{\"schema\":\"vt.manifest/1\"}\n");
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+            e.model, bad, scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: field schema: \"vt.manifest/1\": expected \"vt.capture/2\" (or "
+                                "\"vt.capture/1\")"), "%s", e.cmd_err);
     cr_assert(!exists(scores));
     teardown(&e);
 }
@@ -950,7 +1089,7 @@ Test(schema, a_changed_capture_fails_its_schema)
 /* ------------------------------------------------------ resolved settings */
 
 static void expect_resolved(const char *runner, const char *model, vt_exec_mode mode, int32_t threads,
-                            int32_t n_batch, int32_t want_threads, int32_t want_batch)
+                            int32_t n_batch, int32_t want_threads, int32_t want_batch, int32_t want_ctx)
 {
     vt_runner_settings s;
     vt_runner_settings_default(&s);
@@ -970,7 +1109,7 @@ static void expect_resolved(const char *runner, const char *model, vt_exec_mode 
     cr_assert_eq(res.cache_dtype, VT_CACHE_F32, "%s: auto resolves to f32", runner);
     cr_assert_eq(res.n_threads, want_threads, "%s: threads %d", runner, res.n_threads);
     cr_assert_eq(res.n_batch, want_batch, "%s: n_batch %d", runner, res.n_batch);
-    cr_assert_eq(res.n_ctx, 16);
+    cr_assert_eq(res.n_ctx, want_ctx, "%s: n_ctx %d", runner, res.n_ctx);
     /* The engine does what it is asked; llama.cpp's CPU backend is q8. */
     cr_assert_eq(res.matmul, strcmp(runner, "engine") == 0 ? VT_MATMUL_EXACT : VT_MATMUL_Q8, "%s", runner);
     vt_runner_close(r);
@@ -980,9 +1119,12 @@ Test(runner, resolved_settings)
 {
     env e;
     setup(&e);
-    expect_resolved("engine", e.model, VT_MODE_EAGER, 2, 64, 1, 1);
-    expect_resolved("engine", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16);
-    expect_resolved("llamacpp", e.model, VT_MODE_EAGER, 2, 64, 1, 1);
-    expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16);
+    expect_resolved("engine", e.model, VT_MODE_EAGER, 2, 64, 1, 1, 16);
+    expect_resolved("engine", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16, 16);
+    /* llama.cpp's, read back from its context: it sizes contexts in
+     * multiples of 256 cells, whatever was asked. */
+    expect_resolved("llamacpp", e.model, VT_MODE_EAGER, 2, 64, 1, 1, 256);
+    expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16, 256);
+    expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 2, 8, 2, 8, 256);
     teardown(&e);
 }

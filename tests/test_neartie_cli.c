@@ -15,10 +15,12 @@
  *    recomputing;
  *  - the fast reader's canonical-number test against the definition. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "capture/canonical_json.h"
 #include "capture/capture.h"
-#include "compare/capture_read.h"
+#include "capture/capture_read.h"
+#include "capture/strict.h"
 #include "compare/guards.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
@@ -40,7 +42,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { P = 16, T = 16, REPS = 2, VOCAB = 151936 };
+enum { P = 16, T = 16, REPS = 10, VOCAB = 151936 };
+#define VOCAB_SHA "7777777777777777777777777777777777777777777777777777777777777777"
 
 typedef struct env {
     char dir[64];
@@ -130,24 +133,111 @@ static cJSON *model_json(void)
     cJSON_AddNullToObject(g, "embedding_length");
     cJSON_AddNumberToObject(g, "n_vocab", VOCAB);
     cJSON_AddStringToObject(g, "tokenizer_pre", "qwen2");
+    cJSON_AddStringToObject(g, "vocab_sha256", VOCAB_SHA);
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(g, "tensor_types"), "Q8_0", 300);
     cJSON_AddBoolToObject(m, "verified", 1);
-    cJSON_AddNullToObject(m, "manifest");
+    cJSON_AddArrayToObject(m, "problems");
+    cJSON *mf = cJSON_AddObjectToObject(m, "manifest");
+    cJSON_AddStringToObject(mf, "file", "model-manifest.json");
+    cJSON_AddStringToObject(mf, "sha256", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
     return m;
+}
+
+/* A resolved runtime: vt's binary, and for llamacpp its libraries from
+ * the package (package_json) among the loaded objects. */
+static void add_object(cJSON *objs, const char *path, const char *sha)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", path);
+    cJSON_AddNumberToObject(o, "size", 4096);
+    cJSON_AddStringToObject(o, "sha256", sha);
+    cJSON_AddItemToArray(objs, o);
 }
 
 static cJSON *runtime_json(const char *runner)
 {
+    int lc = strcmp(runner, "llamacpp") == 0;
     cJSON *rt = cJSON_CreateObject();
     cJSON *r = cJSON_AddObjectToObject(rt, "runner");
     cJSON_AddStringToObject(r, "name", runner);
     cJSON_AddStringToObject(r, "version", "1");
     cJSON_AddStringToObject(r, "backend", "cpu");
-    cJSON_AddNullToObject(r, "library");
+    cJSON_AddStringToObject(r, "device", "cpu");
+    if (lc)
+        cJSON_AddStringToObject(r, "library", "/pkg/bins/libllama.so");
+    else
+        cJSON_AddStringToObject(r, "library", "");
     cJSON_AddNullToObject(r, "detail");
+    cJSON *b = cJSON_AddObjectToObject(rt, "binary");
+    cJSON_AddStringToObject(b, "path", "/usr/bin/vt");
+    cJSON_AddStringToObject(b, "sha256", "1111111111111111111111111111111111111111111111111111111111111111");
+    cJSON *objs = cJSON_AddArrayToObject(rt, "objects");
+    if (lc) {
+        add_object(objs, "/pkg/bins/libggml-cpu-zen4.so", "3333333333333333333333333333333333333333333333333333333333333333");
+        add_object(objs, "/pkg/bins/libllama.so", "4444444444444444444444444444444444444444444444444444444444444444");
+    }
+    add_object(objs, "/usr/lib/libc.so.6", "2222222222222222222222222222222222222222222222222222222222222222");
+    cJSON *l = cJSON_AddObjectToObject(rt, "libraries");
+    static const char *const libs[] = { "openssl", "libarchive", "zlib", "cjson", "pcre2" };
+    for (int i = 0; i < 5; i++)
+        cJSON_AddStringToObject(l, libs[i], "1.0");
+    cJSON *cpu = cJSON_AddObjectToObject(rt, "cpu");
+    cJSON_AddStringToObject(cpu, "model", "test cpu");
+    cJSON_AddStringToObject(cpu, "flags", "avx2");
+    cJSON_AddStringToObject(cpu, "machine", "x86_64");
+    cJSON_AddNumberToObject(cpu, "cores", 2);
+    cJSON_AddNumberToObject(cpu, "cores_usable", 2);
+    cJSON_AddStringToObject(rt, "kernel", "6.1");
     cJSON_AddNumberToObject(rt, "threads", 1);
     cJSON_AddBoolToObject(rt, "resolved", 1);
     return rt;
+}
+
+/* llamacpp's code comes from its npm package: verified, its libraries
+ * among the loaded objects. The engine has none. */
+static cJSON *package_json(const char *runner)
+{
+    if (strcmp(runner, "llamacpp") != 0)
+        return cJSON_CreateNull();
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "kind", "npm");
+    cJSON_AddStringToObject(k, "file", "node-llama-cpp-linux-x64-3.22.1.tgz");
+    cJSON_AddStringToObject(k, "sha256", "5555555555555555555555555555555555555555555555555555555555555555");
+    cJSON_AddStringToObject(k, "name", "@node-llama-cpp/linux-x64");
+    cJSON_AddStringToObject(k, "integrity", "sha512-x");
+    cJSON_AddStringToObject(k, "computed_integrity", "sha512-x");
+    cJSON_AddStringToObject(k, "root", "/pkg");
+    cJSON *ld = cJSON_AddArrayToObject(k, "loaded");
+    cJSON_AddItemToArray(ld, cJSON_CreateString("bins/libggml-cpu-zen4.so"));
+    cJSON_AddItemToArray(ld, cJSON_CreateString("bins/libllama.so"));
+    cJSON_AddNumberToObject(k, "members_checked", 2);
+    cJSON_AddBoolToObject(k, "verified", 1);
+    cJSON_AddArrayToObject(k, "problems");
+    cJSON_AddArrayToObject(k, "notes");
+    return k;
+}
+
+static cJSON *launcher_json(void)
+{
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddStringToObject(l, "file", "launcher.json");
+    cJSON_AddStringToObject(l, "sha256", "6666666666666666666666666666666666666666666666666666666666666666");
+    cJSON_AddBoolToObject(l, "attested", 1);
+    cJSON *m = cJSON_AddObjectToObject(l, "manifest");
+    cJSON_AddStringToObject(m, "launcher", "test_neartie_cli");
+    cJSON_AddStringToObject(m, "host", "testhost");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "command"), cJSON_CreateString("test_neartie_cli"));
+    return l;
+}
+
+/* A run's logits_sha256: the same for every repeat of a prompt (determinism). */
+static void add_logits_sha(cJSON *r, const char *runner, int p)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%s logits of prompt %d", runner, p);
+    vt_sha256_hex h;
+    vt_sha256_buffer(what, strlen(what), &h);
+    cJSON_AddStringToObject(r, "logits_sha256", h.hex);
 }
 
 static cJSON *settings_json(int prefix, int reps)
@@ -199,7 +289,7 @@ static cJSON *prompts_json(void)
     return a;
 }
 
-static cJSON *run_json(int p, int rep, const int32_t *tokens, int n)
+static cJSON *run_json(const char *runner, int p, int rep, const int32_t *tokens, int n)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "prompt", p);
@@ -217,10 +307,12 @@ static cJSON *run_json(int p, int rep, const int32_t *tokens, int n)
         }
         cJSON_AddItemToArray(top, pos);
     }
+    add_logits_sha(r, runner, p);
     return r;
 }
 
-/* A vt.capture/1 of the streams (one per prompt), reps repeats. */
+/* A strict vt.capture/2 of the streams (one per prompt), reps repeats: it
+ * says what vt-capture --strict writes (forged, as anyone can). */
 static cJSON *capture_doc(const char *runner, int32_t (*tok)[T], int reps)
 {
     cJSON *d = cJSON_CreateObject();
@@ -231,8 +323,8 @@ static cJSON *capture_doc(const char *runner, int32_t (*tok)[T], int reps)
     cJSON_AddStringToObject(tool, "git", "test");
     cJSON_AddItemToObject(d, "model", model_json());
     cJSON_AddItemToObject(d, "runtime", runtime_json(runner));
-    cJSON_AddNullToObject(d, "package");
-    cJSON_AddNullToObject(d, "launcher");
+    cJSON_AddItemToObject(d, "package", package_json(runner));
+    cJSON_AddItemToObject(d, "launcher", launcher_json());
     cJSON *set = cJSON_AddObjectToObject(d, "settings");
     cJSON_AddItemToObject(set, "requested", settings_json(0, reps));
     cJSON_AddItemToObject(set, "resolved", settings_json(0, reps));
@@ -245,7 +337,7 @@ static cJSON *capture_doc(const char *runner, int32_t (*tok)[T], int reps)
     cJSON *runs = cJSON_AddArrayToObject(d, "runs");
     for (int rep = 0; rep < reps; rep++)
         for (int p = 0; p < P; p++)
-            cJSON_AddItemToArray(runs, run_json(p, rep, tok[p], T));
+            cJSON_AddItemToArray(runs, run_json(runner, p, rep, tok[p], T));
     cJSON_AddNullToObject(d, "logits_file");
     cJSON *det = cJSON_AddObjectToObject(d, "determinism");
     cJSON_AddNumberToObject(det, "repeats", reps);
@@ -357,8 +449,8 @@ static cJSON *scores_doc(const char *lpath, const streams *s)
     cJSON_AddStringToObject(l, "workload_seal", get(L, "workload_seal")->valuestring);
     cJSON_AddItemToObject(d, "model", model_json());
     cJSON_AddItemToObject(d, "runtime", runtime_json("llamacpp"));
-    cJSON_AddNullToObject(d, "package");
-    cJSON_AddNullToObject(d, "launcher");
+    cJSON_AddItemToObject(d, "package", package_json("llamacpp"));
+    cJSON_AddItemToObject(d, "launcher", launcher_json());
     cJSON *set = cJSON_AddObjectToObject(d, "settings");
     cJSON_AddItemToObject(set, "requested", settings_json(1, 1));
     cJSON_AddItemToObject(set, "resolved", settings_json(1, 1));
@@ -375,9 +467,11 @@ static cJSON *scores_doc(const char *lpath, const streams *s)
         cJSON_AddNumberToObject(x, "repeat", 0);
         cJSON_AddStringToObject(x, "status", "ok");
         cJSON_AddItemToObject(x, "tokens", cJSON_Duplicate(get(r, "tokens"), 1));
-        add_doubles(x, "logprobs", s->lp[p], T);
-        add_ints(x, "argmax", s->argmax[p], T);
-        add_doubles(x, "argmax_logprobs", s->alp[p], T);
+        int n = cJSON_GetArraySize(get(r, "tokens"));
+        add_doubles(x, "logprobs", s->lp[p], n);
+        add_ints(x, "argmax", s->argmax[p], n);
+        add_doubles(x, "argmax_logprobs", s->alp[p], n);
+        add_logits_sha(x, "scores", p);
         cJSON_AddItemToArray(runs, x);
     }
     cJSON_AddNullToObject(d, "logits_file");
@@ -444,7 +538,7 @@ static cJSON *check_report(const char *path)
     cr_assert_not_null(text, "%s", path);
     cJSON *r = cJSON_ParseWithLength(text, n);
     cr_assert_not_null(r);
-    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/1");
+    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/2");
     vt_error err;
     vt_error_clear(&err);
     size_t cn;
@@ -755,26 +849,293 @@ static void expect_allowed(env *e, const char *field)
     cr_assert(strstr(e->cmd_out, line), "%s", e->cmd_out);
 }
 
-Test(guard, a_run_with_error_status)
+/* A failed run (prompt p, repeat rep, at index k of runs) in doc. */
+static void fail_run(cJSON *doc, int k, int p, int rep, const char *why)
 {
+    cJSON *run = cJSON_GetArrayItem(at(doc, "runs"), k);
+    cJSON *bad = cJSON_CreateObject();
+    cJSON_AddNumberToObject(bad, "prompt", p);
+    cJSON_AddNumberToObject(bad, "repeat", rep);
+    cJSON_AddStringToObject(bad, "status", "error");
+    cJSON_AddStringToObject(bad, "error", why);
+    cJSON_AddArrayToObject(bad, "tokens");
+    if (cJSON_GetObjectItemCaseSensitive(run, "topk"))
+        cJSON_AddArrayToObject(bad, "topk");
+    cJSON_ReplaceItemViaPointer(at(doc, "runs"), run, bad);
+    cJSON *det = at(doc, "determinism");
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_tokens", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_logits", cJSON_CreateFalse());
+    /* The first run after it that differs: itself, or (repeat 0 failed) the
+     * prompt's repeat 1. */
+    if (!cJSON_GetObjectItemCaseSensitive(det, "first_mismatch")) {
+        cJSON *fm = cJSON_AddObjectToObject(det, "first_mismatch");
+        cJSON_AddNumberToObject(fm, "prompt", p);
+        cJSON_AddNumberToObject(fm, "repeat", rep > 0 ? rep : 1);
+        cJSON_AddNumberToObject(fm, "position", 0);
+        cJSON_AddStringToObject(fm, "field", "status");
+    }
+}
+
+/* Run k (prompt p, repeat rep > 0) given another token at position pos, and
+ * the document's determinism saying so (as vt-capture would). */
+static void break_determinism(cJSON *doc, int k, int p, int rep, int pos)
+{
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(doc, "runs"), k), "tokens"), pos), 42);
+    cJSON *det = at(doc, "determinism");
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_tokens", cJSON_CreateFalse());
+    cJSON *fm = cJSON_AddObjectToObject(det, "first_mismatch");
+    cJSON_AddNumberToObject(fm, "prompt", p);
+    cJSON_AddNumberToObject(fm, "repeat", rep);
+    cJSON_AddNumberToObject(fm, "position", pos);
+    cJSON_AddStringToObject(fm, "field", "tokens");
+}
+
+/* A vt.capture/1, as vt wrote it before version 2. */
+static void to_v1(cJSON *doc)
+{
+    set_str(doc, "schema", VT_CAPTURE_SCHEMA_V1);
+    cJSON_DeleteItemFromObjectCaseSensitive(at(doc, "model.gguf"), "vocab_sha256");
+    cJSON_DeleteItemFromObjectCaseSensitive(at(doc, "model"), "problems");
+    cJSON_DeleteItemFromObjectCaseSensitive(at(doc, "runtime.runner"), "device");
+}
+
+/* ----------------------------------------------- the guards, rule by rule */
+
+/* One row of compare/guards.c's table: a change that triggers it, with
+ * the message it must give. Each is run twice: unchanged (it passes) and
+ * changed (refused by that rule, exit 2, nothing written). allow: the
+ * --allow-diff field that lets it through and is recorded, or NULL. */
+typedef struct guard_case {
+    const char *rule;
+    void (*change)(docs *d);        /* the captures, before they are written */
+    void (*change_scores)(cJSON *S); /* the scores, before they are sealed */
+    void (*change_files)(env *e);    /* the files, once written */
+    const char *message;
+    const char *allow;
+} guard_case;
+
+static void g_same_file(env *e)
+{
+    char o_topk[200];
+    snprintf(o_topk, sizeof o_topk, "%s/O.topk", e->dir);
+    unlink(e->O);
+    unlink(o_topk);
+    cr_assert_eq(link(e->L, e->O), 0);
+}
+
+static void g_copy(env *e)
+{
+    cr_assert_eq(sh(e, "cp '%s' '%s'", e->L, e->O), 0);
+}
+
+static void g_same_computation(docs *d)
+{
+    /* The engine run twice, alike: only the launcher's note differs. */
+    cJSON_Delete(d->O);
+    d->O = capture_doc("engine", d->s.local, REPS);
+    set_str(d->O, "launcher.manifest.host", "otherhost");
+}
+
+static void g_not_strict(docs *d)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(at(d->L, "model"), "verified", cJSON_CreateFalse());
+    cJSON_AddItemToArray(at(d->L, "model.problems"), cJSON_CreateString("model.gguf: sha256 differs"));
+}
+
+static void g_run_error(docs *d) { fail_run(d->O, P + 3, 3, 1, "boom: out of memory"); }
+
+static void g_repeats_differ(docs *d) { break_determinism(d->L, P + 2, 2, 1, 5); }
+
+static void g_prompts(docs *d) { set_str(cJSON_GetArrayItem(at(d->O, "prompts"), 3), "id", "q03"); }
+
+static void g_revision(docs *d) { cJSON_ReplaceItemInObject(at(d->O, "model"), "revision", cJSON_CreateString("2fc06364")); }
+
+static void g_vocab(docs *d)
+{
+    set_str(d->O, "model.gguf.vocab_sha256", "8888888888888888888888888888888888888888888888888888888888888888");
+}
+
+static void g_greedy(docs *d)
+{
+    set_num(d->O, "settings.resolved.sampling.temperature", 0.7);
+    set_num(d->O, "settings.requested.sampling.temperature", 0.7);
+}
+
+static void g_repeat_counts(docs *d)
+{
+    cJSON_Delete(d->O);
+    d->O = capture_doc("llamacpp", d->s.oracle, REPS + 1);
+}
+
+static void g_cache_dtype(docs *d) { set_str(d->L, "settings.resolved.cache_dtype", "fp8_e4m3"); }
+
+/* The local capture's: the scores follow the oracle's (an allowed
+ * difference between the captures never lets the scorer differ). */
+static void g_n_ctx(docs *d) { set_num(d->L, "settings.resolved.n_ctx", 48); }
+
+static void g_threads(docs *d) { set_num(d->O, "settings.resolved.threads", 4); }
+
+static void g_scores_run_error(cJSON *S)
+{
+    cJSON *run = cJSON_GetArrayItem(at(S, "runs"), 5);
+    cJSON *bad = cJSON_CreateObject();
+    cJSON_AddNumberToObject(bad, "prompt", 5);
+    cJSON_AddNumberToObject(bad, "repeat", 0);
+    cJSON_AddStringToObject(bad, "status", "error");
+    cJSON_AddStringToObject(bad, "error", "scorer crashed");
+    cJSON_AddArrayToObject(bad, "tokens");
+    cJSON_AddArrayToObject(bad, "logprobs");
+    cJSON_AddArrayToObject(bad, "argmax");
+    cJSON_AddArrayToObject(bad, "argmax_logprobs");
+    cJSON_ReplaceItemViaPointer(at(S, "runs"), run, bad);
+    cJSON_ReplaceItemInObjectCaseSensitive(at(S, "determinism"), "identical_tokens", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObjectCaseSensitive(at(S, "determinism"), "identical_logits", cJSON_CreateFalse());
+}
+
+static void g_wrong_local_seal(cJSON *S)
+{
+    set_str(S, "local.seal", "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+}
+
+static void g_other_stream(cJSON *S)
+{
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 4), "tokens"), 9), 77);
+    /* the argmax there stays the token it scored: consistent scores */
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 4), "argmax"), 9), 77);
+}
+
+static void g_scorer_version(cJSON *S) { set_str(S, "runtime.runner.version", "2"); }
+
+static void g_scored_by_local(cJSON *S)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(S, "runtime", runtime_json("engine"));
+    cJSON_ReplaceItemInObjectCaseSensitive(S, "package", cJSON_CreateNull());
+}
+
+static void g_scores_repeats_differ(cJSON *S)
+{
+    /* A second scoring repeat whose log-prob at prompt 0, position 2 differs. */
+    cJSON *runs = at(S, "runs");
+    int n = cJSON_GetArraySize(runs);
+    for (int k = 0; k < n; k++) {
+        cJSON *r = cJSON_Duplicate(cJSON_GetArrayItem(runs, k), 1);
+        cJSON_SetNumberValue(at(r, "repeat"), 1);
+        if (k == 0) {
+            cJSON_SetNumberValue(cJSON_GetArrayItem(at(r, "logprobs"), 2), -0.5);
+            cJSON_SetNumberValue(cJSON_GetArrayItem(at(r, "argmax"), 2), 1);
+        }
+        cJSON_AddItemToArray(runs, r);
+    }
+    set_num(S, "settings.requested.repetitions", 2);
+    set_num(S, "settings.resolved.repetitions", 2);
+    cJSON *det = at(S, "determinism");
+    set_num(det, "repeats", 2);
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_tokens", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_logits", cJSON_CreateFalse());
+    cJSON *fm = cJSON_AddObjectToObject(det, "first_mismatch");
+    cJSON_AddNumberToObject(fm, "prompt", 0);
+    cJSON_AddNumberToObject(fm, "repeat", 1);
+    cJSON_AddNumberToObject(fm, "position", 2);
+    cJSON_AddStringToObject(fm, "field", "tokens");
+}
+
+static const guard_case guard_cases[] = {
+    { "distinct", NULL, NULL, g_same_file, "the oracle O.json is the same file (device ", NULL },
+    { "distinct", NULL, NULL, g_copy, "the oracle O.json has the same seal (a copy of one capture)", NULL },
+    { "distinct", g_same_computation, NULL, NULL, "the oracle O.json has the same runtime in depth (runner engine, "
+      "binary and every loaded object by sha256, package) and the same settings.resolved", NULL },
+    { "strict", g_not_strict, NULL, NULL, "L.json: refused by rule strict (1 reason): strict rule model: "
+      "model.problems[0]: model.gguf: sha256 differs: expected a model manifest that every model file matches", NULL },
+    { "runs", g_run_error, NULL, NULL, "runs[19] (prompt 3 'p03', repeat 1): status error (boom: out of memory): "
+      "expected every run ok", NULL },
+    { "determinism", g_repeats_differ, NULL, NULL, "runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens "
+      "at position 5: expected identical repeats", "determinism" },
+    { "prompts", g_prompts, NULL, NULL, "prompts[3].id: L.json 'p03', O.json 'q03': expected the same prompt set",
+      NULL },
+    { "model", g_revision, NULL, NULL, "model.revision: L.json null, O.json 2fc06364: expected the same model revision "
+      "(or --allow-diff model.revision)", "model.revision" },
+    { "vocabulary", g_vocab, NULL, NULL, "model.gguf.vocab_sha256: L.json 7777777777777777777777777777777777777777777777"
+      "777777777777777777, O.json 8888888888888888888888888888888888888888888888888888888888888888: expected the same "
+      "vocabulary: token ids must mean the same in both (cannot be allowed)", NULL },
+    { "greedy", g_greedy, NULL, NULL, "settings.resolved.sampling.temperature: 0.7: expected 0 (greedy)", NULL },
+    { "repeats", g_repeat_counts, NULL, NULL, "settings.resolved.repetitions: L.json 10, O.json 11: expected equal "
+      "repeat counts (or --allow-diff repetitions)", "repetitions" },
+    { "compute", g_cache_dtype, NULL, NULL, "settings.resolved.cache_dtype: L.json fp8_e4m3, O.json f32: expected "
+      "equal: the comparison declares one cache dtype (or --allow-diff cache_dtype)", "cache_dtype" },
+    { "capacity", g_n_ctx, NULL, NULL, "settings.resolved.n_ctx: L.json 48, O.json 24: expected equal capacity (or "
+      "--allow-diff n_ctx)", "n_ctx" },
+    { "settings", g_threads, NULL, NULL, "settings.resolved.threads: L.json 1, O.json 4: expected equal settings (or "
+      "--allow-diff threads)", "threads" },
+    { "scores-runs", NULL, g_scores_run_error, NULL, "runs[5] (prompt 5 'p05', repeat 0): status error (scorer "
+      "crashed): expected every run ok", NULL },
+    { "binding", NULL, g_wrong_local_seal, NULL, "local.seal: dddddddddddddddddddddddddddddddddddddddddddddddd"
+      "dddddddddddddddd: expected ", NULL },
+    { "binding", NULL, g_other_stream, NULL, "runs (prompt 4 'p04'): the scored tokens differ from L.json's repeat 0 "
+      "at position 9: expected that stream", NULL },
+    { "scorer", NULL, g_scorer_version, NULL, "runtime.runner.version: O.json 1, S.json 2: expected the oracle's "
+      "computation: its runtime in depth and its configuration", NULL },
+    { "scorer-local", NULL, g_scored_by_local, NULL, "scored by the local capture L.json's own runtime and "
+      "configuration: expected a scorer that is not the local capture's computation: such gaps are zero by "
+      "construction", NULL },
+    { "scores-determinism", NULL, g_scores_repeats_differ, NULL, "runs[16] (prompt 0 'p00', repeat 1): differs from repeat 0 "
+      "in argmax at position 2", "determinism" },
+};
+
+/* The parameter is the case's index: a test runs in a process of its own,
+ * where pointers from this one do not point anywhere. */
+static int case_index[64];
+
+ParameterizedTestParameters(guard, each_rule_refuses_its_defect_and_passes_without_it)
+{
+    size_t n = sizeof guard_cases / sizeof guard_cases[0];
+    for (size_t i = 0; i < n; i++)
+        case_index[i] = (int)i;
+    return cr_make_param_array(int, case_index, n);
+}
+
+ParameterizedTest(int *k, guard, each_rule_refuses_its_defect_and_passes_without_it)
+{
+    const guard_case *c = &guard_cases[*k];
     env e;
     setup(&e);
     docs d;
+    /* Without the defect: it passes. */
     docs_make(&d, 125.0);
-    /* Repeat 1 of prompt 3 failed. */
-    cJSON *run = cJSON_GetArrayItem(at(d.O, "runs"), P + 3);
-    cJSON *bad = cJSON_CreateObject();
-    cJSON_AddNumberToObject(bad, "prompt", 3);
-    cJSON_AddNumberToObject(bad, "repeat", 1);
-    cJSON_AddStringToObject(bad, "status", "error");
-    cJSON_AddStringToObject(bad, "error", "boom: out of memory");
-    cJSON_AddArrayToObject(bad, "tokens");
-    cJSON_AddArrayToObject(bad, "topk");
-    cJSON_ReplaceItemViaPointer(at(d.O, "runs"), run, bad);
     docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "O.json: runs[19] (prompt 3 'p03', repeat 1): status error (boom: out of "
-                                          "memory): expected every run ok");
+    int rc = neartie(&e, NULL);
+    cr_assert_eq(rc, 0, "rule %s, unchanged: exit %d: %s", c->rule, rc, e.cmd_err);
+    /* With it: refused by the rule, with its message. */
+    docs_make(&d, 125.0);
+    if (c->change)
+        c->change(&d);
+    docs_write(&e, &d, c->change_scores);
+    if (c->change_files)
+        c->change_files(&e);
+    expect_refused(&e, neartie(&e, NULL), c->message);
+    char named[96], first[96];
+    snprintf(named, sizeof named, "rule %s", c->rule);
+    snprintf(first, sizeof first, "refused by rule %s (", c->rule);
+    cr_assert(strstr(e.cmd_err, named), "rule %s not named:\n%s", c->rule, e.cmd_err);
+    /* One line per reason, the first naming the file, the rule and the count. */
+    cr_assert(strncmp(e.cmd_err, "vt-neartie: ", 12) == 0 && strstr(e.cmd_err, "refused by rule ") &&
+              strchr(e.cmd_err, '\n') > strstr(e.cmd_err, "reason"), "%s", e.cmd_err);
+    if (strcmp(c->rule, "scorer-local") != 0) /* the scorer rule comes first there */
+        cr_assert(strstr(e.cmd_err, first) && strstr(e.cmd_err, first) < strchr(e.cmd_err, '\n'),
+                  "the first line is not rule %s's:\n%s", c->rule, e.cmd_err);
+    if (c->allow)
+        expect_allowed(&e, c->allow);
     teardown(&e);
+}
+
+/* Every rule of the table has a case above. */
+Test(guard, every_rule_has_its_case)
+{
+    for (int i = 0; i < vt_nt_n_rules; i++) {
+        int found = !strcmp(vt_nt_rules[i].name, "workload"); /* through the library: below */
+        for (size_t k = 0; k < sizeof guard_cases / sizeof guard_cases[0]; k++)
+            found |= strcmp(guard_cases[k].rule, vt_nt_rules[i].name) == 0;
+        cr_assert(found, "rule %s has no test case", vt_nt_rules[i].name);
+    }
 }
 
 Test(guard, an_error_recorded_after_generation)
@@ -792,28 +1153,16 @@ Test(guard, an_error_recorded_after_generation)
     cJSON_AddStringToObject(x, "error", "device lost after the last token");
     cJSON_AddItemToObject(x, "tokens", cJSON_Duplicate(at(run, "tokens"), 1));
     cJSON_AddItemToObject(x, "topk", cJSON_Duplicate(at(run, "topk"), 1));
+    cJSON_AddItemToObject(x, "logits_sha256", cJSON_Duplicate(at(run, "logits_sha256"), 1));
     cJSON_ReplaceItemViaPointer(at(d.L, "runs"), run, x);
     docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "L.json: runs[2] (prompt 2 'p02', repeat 0): status ok with an error "
-                                          "recorded after generation (device lost after the last token): expected none");
+    expect_refused(&e, neartie(&e, NULL), "L.json: refused by rule runs (1 reason): runs[2] (prompt 2 'p02', repeat "
+                                          "0): status ok with an error recorded after generation (device lost after "
+                                          "the last token): expected none");
     teardown(&e);
 }
 
-Test(guard, prompt_sets_differ)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    set_str(cJSON_GetArrayItem(at(d.O, "prompts"), 3), "id", "q03");
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "prompts[3].id: ");
-    cr_assert(strstr(e.cmd_err, "L.json 'p03', ") && strstr(e.cmd_err, "O.json 'q03': expected the same prompt set"),
-              "%s", e.cmd_err);
-    teardown(&e);
-}
-
-Test(guard, model_files_differ)
+Test(guard, model_files_differ_and_may_be_allowed)
 {
     env e;
     setup(&e);
@@ -821,30 +1170,19 @@ Test(guard, model_files_differ)
     docs_make(&d, 125.0);
     set_str(cJSON_GetArrayItem(at(d.O, "model.files"), 0), "sha256",
             "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc");
+    /* The scores are the oracle's computation, on the oracle's model. */
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, NULL), "model.files[0].sha256: ");
     cr_assert(strstr(e.cmd_err, "O.json cccc") && strstr(e.cmd_err, "expected the same model file (or --allow-diff "
                                                                       "model.files)"), "%s", e.cmd_err);
-    /* The scores come from the standard model: the oracle's differs too. */
-    expect_allowed(&e, "model.files");
+    /* Allowed between the captures, the scores still must be on the oracle's model. */
+    expect_refused(&e, neartie(&e, "--allow-diff model.files"), "refused by rule scorer");
+    cr_assert(strstr(e.cmd_err, "expected the oracle's model: the prefix scores must be the oracle's computation"),
+              "%s", e.cmd_err);
     teardown(&e);
 }
 
-Test(guard, model_revision_differs)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    cJSON_ReplaceItemInObject(at(d.O, "model"), "revision", cJSON_CreateString("2fc06364"));
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "model.revision: ");
-    cr_assert(strstr(e.cmd_err, "O.json 2fc06364: expected the same model revision"), "%s", e.cmd_err);
-    expect_allowed(&e, "model.revision");
-    teardown(&e);
-}
-
-Test(guard, the_vocabulary_differs_and_cannot_be_allowed)
+Test(guard, the_vocabulary_cannot_be_allowed)
 {
     env e;
     setup(&e);
@@ -859,52 +1197,7 @@ Test(guard, the_vocabulary_differs_and_cannot_be_allowed)
     teardown(&e);
 }
 
-Test(guard, repeat_counts_differ)
-{
-    env e;
-    setup(&e);
-    docs d;
-    seed_streams(&d.s, 125.0);
-    d.L = capture_doc("engine", d.s.local, REPS);
-    d.O = capture_doc("llamacpp", d.s.oracle, 3);
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "settings.resolved.repetitions: L.json 2, O.json 3: expected equal repeat "
-                                          "counts (or --allow-diff repetitions)");
-    expect_allowed(&e, "repetitions");
-    teardown(&e);
-}
-
-Test(guard, sampling_not_greedy)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    set_num(d.O, "settings.resolved.sampling.temperature", 0.7);
-    set_num(d.O, "settings.requested.sampling.temperature", 0.7);
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "O.json: settings.resolved.sampling.temperature: 0.7: expected 0 (greedy)");
-    teardown(&e);
-}
-
-Test(guard, cache_dtype_differs_and_may_be_allowed)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    set_str(d.L, "settings.resolved.cache_dtype", "fp8_e4m3");
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "settings.resolved.cache_dtype: L.json fp8_e4m3, O.json f32: expected equal: "
-                                          "the comparison declares one cache dtype (or --allow-diff cache_dtype)");
-    expect_allowed(&e, "cache_dtype");
-    /* A declared dtype both must have. */
-    expect_refused(&e, neartie(&e, "--allow-diff cache_dtype --cache-dtype f32"),
-                   "L.json: settings.resolved.cache_dtype: fp8_e4m3: expected f32, as --cache-dtype declares");
-    teardown(&e);
-}
-
-Test(guard, mode_and_compute_path_differ)
+Test(guard, mode_and_compute_path_differ_and_as_declared)
 {
     env e;
     setup(&e);
@@ -920,36 +1213,24 @@ Test(guard, mode_and_compute_path_differ)
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, NULL), "settings.resolved.matmul: L.json q8, O.json exact: expected equal: the "
                                           "comparison declares one compute path");
-    /* Allowed, it may differ between the oracle and its scores too. */
-    expect_allowed(&e, "matmul");
-    teardown(&e);
-}
-
-Test(guard, declared_mode_differs)
-{
-    env e;
-    setup(&e);
-    docs d;
+    /* The scores (q8) are then not the oracle's configuration (exact). */
+    expect_refused(&e, neartie(&e, "--allow-diff matmul"), "settings.resolved.matmul: O.json exact, S.json q8");
+    /* A declared mode both must have. */
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, "--mode eager"),
-                   "L.json: settings.resolved.mode: production: expected eager, as --mode declares");
+                   "L.json: refused by rule compute (2 reasons): settings.resolved.mode: production: expected eager, as "
+                   "--mode declares");
     cr_assert(strstr(e.cmd_err, "O.json: settings.resolved.mode: production: expected eager"), "%s", e.cmd_err);
     cr_assert_eq(neartie(&e, "--mode production --cache-dtype f32 --matmul q8"), 0, "%s", e.cmd_err);
     teardown(&e);
 }
 
-Test(guard, capacity_differs)
+Test(guard, max_tokens_differ)
 {
     env e;
     setup(&e);
     docs d;
-    docs_make(&d, 125.0);
-    set_num(d.O, "settings.resolved.n_ctx", 48);
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "settings.resolved.n_ctx: L.json 24, O.json 48: expected equal capacity (or "
-                                          "--allow-diff n_ctx)");
-    expect_allowed(&e, "n_ctx");
     docs_make(&d, 125.0);
     set_num(d.O, "settings.resolved.max_tokens", 17);
     docs_write(&e, &d, NULL);
@@ -957,85 +1238,9 @@ Test(guard, capacity_differs)
     teardown(&e);
 }
 
-Test(guard, another_setting_differs)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    set_num(d.O, "settings.resolved.threads", 4);
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "settings.resolved.threads: L.json 1, O.json 4: expected equal settings (or "
-                                          "--allow-diff threads)");
-    expect_allowed(&e, "threads");
-    teardown(&e);
-}
-
-Test(guard, repeats_that_differ)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 2), "tokens"), 5);
-    cJSON_SetNumberValue(tok, 42);
-    docs_write(&e, &d, NULL);
-    expect_refused(&e, neartie(&e, NULL), "L.json: runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens "
-                                          "at position 5: expected identical repeats");
-    int rc = neartie(&e, "--allow-diff determinism");
-    cr_assert_eq(rc, 0, "%s", e.cmd_err);
-    cJSON *r = check_report(e.R);
-    const cJSON *x = cJSON_GetArrayItem(get(r, "allowed_differences"), 0);
-    cr_assert_str_eq(get(x, "field")->valuestring, "determinism");
-    cr_assert(cJSON_IsTrue(get(x, "differs")));
-    cJSON_Delete(r);
-    teardown(&e);
-}
-
-static void wrong_local_seal(cJSON *S)
-{
-    set_str(S, "local.seal", "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
-}
-
-static void other_stream(cJSON *S)
-{
-    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 4), "tokens"), 9);
-    cJSON_SetNumberValue(tok, 77);
-}
-
-static void scored_by_the_engine(cJSON *S) { set_str(S, "runtime.runner.name", "engine"); }
-
-Test(guard, prefix_scores_not_bound_to_the_local_capture)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    docs_write(&e, &d, wrong_local_seal);
-    expect_refused(&e, neartie(&e, NULL), "S.json: local.seal: dddddddd");
-    cr_assert(strstr(e.cmd_err, "the prefix scores are not bound to this local capture"), "%s", e.cmd_err);
-    docs_make(&d, 125.0);
-    docs_write(&e, &d, other_stream);
-    expect_refused(&e, neartie(&e, NULL), "S.json: runs (prompt 4 'p04'): the scored tokens differ from");
-    cr_assert(strstr(e.cmd_err, "L.json's repeat 0 at position 9: expected that stream"), "%s", e.cmd_err);
-    teardown(&e);
-}
-
-Test(guard, prefix_scores_not_by_the_oracle)
-{
-    env e;
-    setup(&e);
-    docs d;
-    docs_make(&d, 125.0);
-    docs_write(&e, &d, scored_by_the_engine);
-    expect_refused(&e, neartie(&e, NULL), "runtime.runner.name: O.json llamacpp, S.json engine: expected the oracle's "
-                                          "runner: the prefix scores must come from the oracle (or --allow-diff scorer)");
-    expect_allowed(&e, "scorer");
-    teardown(&e);
-}
-
-/* The catch-all: workload seals that differ where no other guard looks
- * (a member a later schema may add), through the library. */
+/* The catch-all: workload seals that differ where no other rule looks (a
+ * member a later schema may add), through the library: refused with it,
+ * passed without it. */
 Test(guard, workload_seal_differs_where_nothing_else_explains_it)
 {
     env e;
@@ -1046,21 +1251,25 @@ Test(guard, workload_seal_differs_where_nothing_else_explains_it)
     vt_doc L, O;
     vt_error err;
     vt_error_clear(&err);
-    vt_doc_source sl = { e.L, NULL, 0, VT_DOC_CAPTURE, 0 }, so = { e.O, NULL, 0, VT_DOC_CAPTURE, 0 };
+    vt_doc_source sl = { .path = e.L, .kind = VT_DOC_CAPTURE }, so = { .path = e.O, .kind = VT_DOC_CAPTURE };
     cr_assert_eq(vt_doc_read(&sl, &L, &err), VT_OK, "%s", err.msg);
     cr_assert_eq(vt_doc_read(&so, &O, &err), VT_OK, "%s", err.msg);
+    vt_nt_guard_opts go = { 0 };
+    vt_nt_inputs in = { .local = &L, .oracle = &O, .o = &go };
+    vt_reasons out = { 0 };
+    vt_nt_guard_stage(&in, VT_NT_PAIR, &out);
+    cr_assert_eq(out.n, 0, "%d reasons: %s", out.n, out.n ? out.v[0].text : "");
     cJSON_AddNumberToObject(at(O.meta, "settings.resolved"), "future_knob", 3);
     cJSON *w = vt_capture_workload(O.meta);
     cr_assert_eq(vt_canonical_sha256(w, &O.workload_seal, &err), VT_OK);
     cJSON_Delete(w);
-    vt_nt_guard_opts go = { 0 };
-    vt_lines out = { 0 };
-    vt_nt_guard_pair(&L, &O, &go, &out, NULL);
-    cr_assert_eq(out.n, 1, "%d lines: %s", out.n, out.n ? out.v[0] : "");
-    cr_assert(strstr(out.v[0], "workload_seal: ") && strstr(out.v[0], "expected the same workload (model, prompts, "
-                                                                       "settings.resolved); they differ in "
-                                                                       "settings.future_knob"), "%s", out.v[0]);
-    vt_lines_free(&out);
+    vt_nt_guard_stage(&in, VT_NT_PAIR, &out);
+    cr_assert_eq(out.n, 1, "%d reasons: %s", out.n, out.n ? out.v[0].text : "");
+    cr_assert_str_eq(out.v[0].rule, "workload");
+    cr_assert(strstr(out.v[0].text, "workload_seal: ") &&
+                  strstr(out.v[0].text, "expected the same workload (model, prompts, settings.resolved); they differ "
+                                        "in settings.future_knob"), "%s", out.v[0].text);
+    vt_reasons_free(&out);
     vt_doc_free(&L);
     vt_doc_free(&O);
     teardown(&e);
@@ -1074,6 +1283,196 @@ Test(guard, unknown_allow_field_is_bad_usage)
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, "--allow-diff temperature"), "--allow-diff 'temperature': expected one of ");
+    /* The scorer is never allowed to be another computation. */
+    expect_refused(&e, neartie(&e, "--allow-diff scorer"), "--allow-diff 'scorer': expected one of ");
+    teardown(&e);
+}
+
+/* ------------------------------------------- the strict gate, rule by rule */
+
+typedef struct strict_case {
+    const char *rule;
+    int oracle;               /* the change is to O (else L) */
+    void (*change)(cJSON *doc);
+    const char *message;
+} strict_case;
+
+static void s_v1(cJSON *d) { to_v1(d); }
+static void s_nine(cJSON *d)
+{
+    cJSON *runs = at(d, "runs");
+    while (cJSON_GetArraySize(runs) > 9 * P)
+        cJSON_DeleteItemFromArray(runs, 9 * P);
+    set_num(d, "settings.requested.repetitions", 9);
+    set_num(d, "settings.resolved.repetitions", 9);
+    set_num(d, "determinism.repeats", 9);
+}
+static void s_run_error(cJSON *d) { fail_run(d, 2, 2, 0, "out of memory"); }
+static void s_differs(cJSON *d) { break_determinism(d, P + 2, 2, 1, 5); }
+static void s_no_positions(cJSON *d)
+{
+    set_num(d, "settings.requested.max_tokens", 0);
+    set_num(d, "settings.resolved.max_tokens", 0);
+    for (cJSON *r = at(d, "runs")->child; r; r = r->next) {
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "tokens", cJSON_CreateArray());
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "topk", cJSON_CreateArray());
+    }
+}
+static void s_model(cJSON *d) { g_not_strict(&(docs){ .L = d }); }
+static void s_runtime(cJSON *d)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(at(d, "runtime"), "resolved", cJSON_CreateFalse());
+    cJSON_AddStringToObject(at(d, "runtime"), "unresolved", "/proc/self/maps unreadable");
+}
+static void s_settings(cJSON *d)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "field", "threads");
+    cJSON_AddNumberToObject(x, "requested", 2);
+    cJSON_AddNumberToObject(x, "resolved", 1);
+    cJSON_AddBoolToObject(x, "allowed", 0);
+    cJSON_AddItemToArray(at(d, "settings.differences"), x);
+    set_num(d, "settings.requested.threads", 2);
+}
+static void s_no_package(cJSON *d) { cJSON_ReplaceItemInObjectCaseSensitive(d, "package", cJSON_CreateNull()); }
+static void s_unbound_package(cJSON *d)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(at(d, "package"), "loaded", cJSON_CreateArray());
+}
+static void s_launcher(cJSON *d) { cJSON_ReplaceItemInObjectCaseSensitive(at(d, "launcher"), "manifest", cJSON_CreateObject()); }
+
+static const strict_case strict_cases[] = {
+    { "format", 0, s_v1, "schema: vt.capture/1: expected the current schema (vt.capture/2, vt.prefix-scores/2)" },
+    { "repeats", 0, s_nine, "settings.resolved.repetitions: 9: expected at least 10 repeats" },
+    { "runs", 0, s_run_error, "runs[2] (prompt 2 'p02', repeat 0): status error (out of memory): expected every run ok" },
+    { "determinism", 0, s_differs, "runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens at position "
+      "5: expected every repeat identical to its repeat 0 in tokens and logits" },
+    { "positions", 0, s_no_positions, "settings.resolved.max_tokens: 0: expected at least one position per prompt" },
+    { "model", 0, s_model, "model.problems[0]: model.gguf: sha256 differs: expected a model manifest that every model "
+      "file matches" },
+    { "runtime", 0, s_runtime, "runtime.resolved: false (/proc/self/maps unreadable): expected every field of the "
+      "runtime identity resolved" },
+    { "settings", 0, s_settings, "settings.resolved.threads: 1: expected the requested 2 (resolved settings equal to "
+      "the requested ones, or --allow-setting-difference threads)" },
+    { "package", 1, s_no_package, "package: null: expected the package verified and bound to what ran: the llamacpp "
+      "runner's code comes from a package (--package)" },
+    { "package", 1, s_unbound_package, "package.loaded: []: expected the package verified and bound to what ran: no "
+      "library the runtime loaded is a member" },
+    { "launcher", 0, s_launcher, "launcher.manifest.launcher: missing: expected the launcher manifest's fields: "
+      "launcher (what started the run), host or image (where it ran), command" },
+};
+
+ParameterizedTestParameters(strict, each_rule_refuses_its_defect_and_passes_without_it)
+{
+    size_t n = sizeof strict_cases / sizeof strict_cases[0];
+    for (size_t i = 0; i < n; i++)
+        case_index[i] = (int)i;
+    return cr_make_param_array(int, case_index, n);
+}
+
+/* capture/strict.h on a document as the reader reads it. */
+static void strict_reasons(const char *path, vt_reasons *out)
+{
+    vt_doc d;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc_source src = { .path = path, .kind = VT_DOC_CAPTURE };
+    cr_assert_eq(vt_doc_read(&src, &d, &err), VT_OK, "%s", err.msg);
+    vt_strict_check(&d, out);
+    vt_doc_free(&d);
+}
+
+ParameterizedTest(int *k, strict, each_rule_refuses_its_defect_and_passes_without_it)
+{
+    const strict_case *c = &strict_cases[*k];
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    vt_reasons r = { 0 };
+    strict_reasons(c->oracle ? e.O : e.L, &r);
+    cr_assert_eq(r.n, 0, "rule %s, unchanged: %d reasons: %s", c->rule, r.n, r.n ? r.v[0].text : "");
+    docs_make(&d, 125.0);
+    c->change(c->oracle ? d.O : d.L);
+    docs_write(&e, &d, NULL);
+    strict_reasons(c->oracle ? e.O : e.L, &r);
+    int found = 0;
+    for (int i = 0; i < r.n; i++)
+        found |= strcmp(r.v[i].rule, c->rule) == 0 && strstr(r.v[i].text, c->message) != NULL;
+    cr_assert(found, "rule %s: '%s' not among %d reasons, the first: %s: %s", c->rule, c->message, r.n,
+              r.n ? r.v[0].rule : "", r.n ? r.v[0].text : "");
+    vt_reasons_free(&r);
+    teardown(&e);
+}
+
+Test(strict, every_rule_has_its_case)
+{
+    for (int i = 0; i < vt_strict_n_rules; i++) {
+        int found = 0;
+        for (size_t k = 0; k < sizeof strict_cases / sizeof strict_cases[0]; k++)
+            found |= strcmp(strict_cases[k].rule, vt_strict_rules[i].name) == 0;
+        cr_assert(found, "strict rule %s has no test case", vt_strict_rules[i].name);
+    }
+}
+
+/* --allow-unverified lets a capture that is not strict in, and every
+ * output says it is not strict evidence. */
+Test(strict, allow_unverified_lets_in_and_says_so)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    s_launcher(d.O);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: refused by rule strict (1 reason): strict rule launcher: ");
+    int rc = neartie(&e, "--allow-unverified");
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, e.cmd_err);
+    cJSON *r = check_report(e.R);
+    const cJSON *ev = get(r, "evidence");
+    cr_assert(cJSON_IsFalse(get(ev, "strict")));
+    cr_assert_eq(cJSON_GetArraySize(get(ev, "unverified")), 1);
+    cr_assert_str_eq(get(cJSON_GetArrayItem(get(ev, "unverified"), 0), "rule")->valuestring, "launcher");
+    cJSON_Delete(r);
+    cr_assert(strstr(e.cmd_out, "evidence: NOT STRICT (--allow-unverified let in 1 reason):\n  rule launcher: O.json: "
+                                "launcher.manifest.launcher: missing"), "%s", e.cmd_out);
+    char *x = slurp(e.J, NULL);
+    cr_assert(strstr(x, "<property name=\"strict_evidence\" value=\"false\"/>"), "%s", x);
+    free(x);
+    /* Strict captures: said so too. */
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    cr_assert_eq(neartie(&e, "--allow-unverified"), 0, "%s", e.cmd_err);
+    r = check_report(e.R);
+    cr_assert(cJSON_IsTrue(get(get(r, "evidence"), "strict")));
+    cJSON_Delete(r);
+    cr_assert(strstr(e.cmd_out, "evidence: strict (both captures pass the strict gate)"), "%s", e.cmd_out);
+    x = slurp(e.J, NULL);
+    cr_assert(strstr(x, "<property name=\"strict_evidence\" value=\"true\"/>"), "%s", x);
+    free(x);
+    teardown(&e);
+}
+
+/* Two captures of 0 tokens compare nothing: every prompt fails, the gate
+ * with it (and such captures are never strict: rule positions). */
+Test(strict, no_position_compared_is_no_pass)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    s_no_positions(d.L);
+    s_no_positions(d.O);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, "--require-strict 16"), "strict rule positions: settings.resolved.max_tokens: 0");
+    int rc = neartie(&e, "--require-strict 16 --allow-unverified");
+    cr_assert_eq(rc, 1, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    cr_assert_eq(get(get(r, "totals"), "strict")->valuedouble, 0);
+    cr_assert_eq(get(get(r, "totals"), "failed")->valuedouble, P);
+    cr_assert_str_eq(get(report_prompt(r, 0), "class")->valuestring, "failed");
+    cJSON_Delete(r);
     teardown(&e);
 }
 
@@ -1122,7 +1521,7 @@ Test(input, schema_violations_name_the_field)
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle S.json --prefix-scores S.json", e.dir,
-                          VT_BIN), "S.json: field schema: \"vt.prefix-scores/1\": expected \"vt.capture/1\"");
+                          VT_BIN), "S.json: field schema: \"vt.prefix-scores/2\": expected \"vt.capture/2\" (or \"vt.capture/1\")");
     teardown(&e);
 }
 
@@ -1146,8 +1545,8 @@ Test(input, top_k_side_files_are_checked_whole)
     /* Cut short. */
     s[100] ^= 1;
     spit(side, s, n - 8);
-    expect_refused(&e, neartie(&e, NULL), "L.topk: size 8200: expected 8208 bytes (a vt.topk/1 file of 512 positions x 2 "
-                                          "entries)");
+    expect_refused(&e, neartie(&e, NULL), "L.topk: size 40968: expected 40976 bytes (a vt.topk/1 file of 2560 positions "
+                                          "x 2 entries)");
     free(s);
     /* Missing. */
     unlink(side);
@@ -1173,9 +1572,9 @@ Test(input, top_k_side_files_are_checked_whole)
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     cJSON *L = load_json(e.L);
-    cJSON_SetNumberValue(at(at(L, "topk_file"), "size"), 8200);
+    cJSON_SetNumberValue(at(at(L, "topk_file"), "size"), 40968);
     write_sealed(L, e.L);
-    expect_refused(&e, neartie(&e, NULL), "L.json: field topk_file.size: 8200: expected 8208 (16 + 512 positions x 2 "
+    expect_refused(&e, neartie(&e, NULL), "L.json: field topk_file.size: 40968: expected 40976 (16 + 2560 positions x 2 "
                                           "entries x 8)");
     cJSON_ReplaceItemInObjectCaseSensitive(L, "topk_file", cJSON_CreateNull());
     write_sealed(L, e.L);
@@ -1227,6 +1626,140 @@ Test(input, non_canonical_json_is_refused)
     expect_refused(&e, neartie(&e, NULL), "O.json: offset ");
     unlink(e.O);
     expect_refused(&e, neartie(&e, NULL), "O.json: cannot read: No such file or directory");
+    teardown(&e);
+}
+
+/* Prefix scores are checked, not clamped: a log-prob above 0, an argmax
+ * below the scored token, an argmax that is the token with another value:
+ * each a malformed input naming prompt and position. */
+static void lp_positive(cJSON *S) { cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "logprobs"), 5), 0.5); }
+static void argmax_below(cJSON *S)
+{
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax"), 5), 9);
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax_logprobs"), 5), -0.35);
+}
+static void argmax_is_token(cJSON *S)
+{
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax_logprobs"), 5), -0.125);
+}
+static void just_within_slack(cJSON *S)
+{
+    /* 0.5e-6 nats below: float rounding, a gap of 0. */
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax"), 5), 9);
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax_logprobs"), 5), -0.2500005);
+}
+
+Test(input, prefix_score_values_are_checked_not_clamped)
+{
+    env e;
+    setup(&e);
+    docs d;
+    void (*bad[3])(cJSON *) = { lp_positive, argmax_below, argmax_is_token };
+    const char *msg[3] = { "S.json: offset ", "S.json: offset ", "S.json: offset " };
+    const char *why[3] = { "field runs[3].logprobs[5]: expected a log-prob <= 0 (prompt 3, position 5: 0.5)",
+                           "field runs[3].argmax_logprobs[5]: expected the argmax's log-prob >= the scored token's "
+                           "(prompt 3, position 5: -0.35 < -0.25)",
+                           "field runs[3].argmax_logprobs[5]: expected -0.25, the scored token's log-prob, where the "
+                           "argmax is the scored token (prompt 3, position 5: -0.125)" };
+    for (int k = 0; k < 3; k++) {
+        docs_make(&d, 125.0);
+        docs_write(&e, &d, bad[k]);
+        expect_refused(&e, neartie(&e, NULL), msg[k]);
+        cr_assert(strstr(e.cmd_err, why[k]), "%s", e.cmd_err);
+    }
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, just_within_slack);
+    cr_assert_eq(neartie(&e, NULL), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+/* A determinism member the runs contradict is a malformed document. */
+Test(input, determinism_is_re_checked_from_the_runs)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 4), "tokens"), 3), 42);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.json: field determinism.identical_tokens: true: expected false, what the "
+                                          "runs show: runs differ from their repeat 0 in tokens");
+    /* The logits hash of a later repeat, in a document that claims identical logits. */
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.O, "runs"), 2 * P + 1), "logits_sha256",
+            "9999999999999999999999999999999999999999999999999999999999999999");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: field determinism.identical_logits: true: expected false, what the "
+                                          "runs show: runs differ from their repeat 0 in logits_sha256");
+    /* Said as it is, the guard refuses it (rule determinism). */
+    cJSON *det = NULL;
+    docs_make(&d, 125.0);
+    set_str(cJSON_GetArrayItem(at(d.O, "runs"), 2 * P + 1), "logits_sha256",
+            "9999999999999999999999999999999999999999999999999999999999999999");
+    det = at(d.O, "determinism");
+    cJSON_ReplaceItemInObjectCaseSensitive(det, "identical_logits", cJSON_CreateFalse());
+    cJSON *fm = cJSON_AddObjectToObject(det, "first_mismatch");
+    cJSON_AddNumberToObject(fm, "prompt", 1);
+    cJSON_AddNumberToObject(fm, "repeat", 2);
+    cJSON_AddNumberToObject(fm, "position", 0);
+    cJSON_AddStringToObject(fm, "field", "logits");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "O.json: refused by rule determinism (1 reason): runs[33] (prompt 1 'p01', "
+                                          "repeat 2): differs from repeat 0 in logits_sha256");
+    /* An ok run of a /2 capture without its logits hash: nothing to re-check. */
+    docs_make(&d, 125.0);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetArrayItem(at(d.L, "runs"), 7), "logits_sha256");
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs[7].logits_sha256: missing: expected the SHA-256 of an ok run's logits"),
+              "%s", e.cmd_err);
+    teardown(&e);
+}
+
+/* No output may be an input, and the side files an input names are inputs. */
+Test(input, outputs_may_not_alias_the_side_files_an_input_names)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    char topk[200];
+    snprintf(topk, sizeof topk, "%s/O.topk", e.dir);
+    char *before = slurp(topk, NULL);
+    int rc = sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle O.json --prefix-scores S.json --out O.topk "
+                    "--overwrite", e.dir, VT_BIN);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "O.topk"), "%s", e.cmd_err);
+    char *after = slurp(topk, NULL);
+    cr_assert_str_eq(after, before, "the input was overwritten");
+    free(before);
+    free(after);
+    teardown(&e);
+}
+
+/* vt.capture/1 documents (written before version 2) are still read; they
+ * are not strict evidence, and --allow-unverified says so. */
+Test(input, version_1_captures_are_still_read)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    to_v1(d.L);
+    to_v1(d.O);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "strict rule format: schema: vt.capture/1: expected the current schema");
+    cr_assert(strstr(e.cmd_err, "rule vocabulary: L.json: model.gguf.vocab_sha256: missing (a vt.capture/1)"), "%s",
+              e.cmd_err);
+    int rc = neartie(&e, "--allow-unverified");
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, e.cmd_err);
+    cJSON *r = check_report(e.R);
+    cr_assert_eq(get(get(r, "totals"), "near_tie_only")->valuedouble, 1);
+    cr_assert(cJSON_IsFalse(get(get(r, "evidence"), "strict")));
+    cJSON_Delete(r);
+    cr_assert(strstr(e.cmd_out, "rule vocabulary: L.json: model.gguf.vocab_sha256: missing: the vocabulary compared by "
+                                "n_vocab and tokenizer_pre only"), "%s", e.cmd_out);
     teardown(&e);
 }
 
@@ -1330,7 +1863,7 @@ static void read_with(const char *path, vt_doc_kind kind, int threads, vt_doc *d
 {
     vt_error err;
     vt_error_clear(&err);
-    vt_doc_source src = { path, NULL, 0, kind, threads };
+    vt_doc_source src = { .path = path, .kind = kind, .threads = threads };
     cr_assert_eq(vt_doc_read(&src, d, &err), VT_OK, "%s threads %d: %s", path, threads, err.msg);
 }
 
@@ -1340,8 +1873,7 @@ Test(reader, chunks_on_threads_read_the_same)
     setup(&e);
     docs d;
     docs_make(&d, 125.0);
-    cJSON *tok = cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 9), "tokens"), 2);
-    cJSON_SetNumberValue(tok, 4242); /* a later repeat that differs, in a later chunk */
+    break_determinism(d.L, P + 9, 9, 1, 2); /* a later repeat that differs, in a later chunk */
     docs_write(&e, &d, NULL);
     const char *paths[2] = { e.L, e.S };
     vt_doc_kind kinds[2] = { VT_DOC_CAPTURE, VT_DOC_PREFIX };
@@ -1378,7 +1910,7 @@ Test(reader, chunks_on_threads_read_the_same)
     vt_error err;
     vt_error_clear(&err);
     vt_doc x;
-    vt_doc_source src = { e.L, NULL, 0, VT_DOC_CAPTURE, 4 };
+    vt_doc_source src = { .path = e.L, .kind = VT_DOC_CAPTURE, .threads = 4 };
     cr_assert_eq(vt_doc_read(&src, &x, &err), VT_EINPUT);
     cr_assert(strstr(err.msg, "field runs[27]: expected prompt 11 repeat 1 (runs in the order vt-capture writes them), "
                               "not prompt 12 repeat 1"), "%s", err.msg);
@@ -1414,6 +1946,8 @@ static const char *const strict_prompts[] = {
     "Temperature: -40.5 degrees; pressure 1013 hPa; 99%",
 };
 enum { N_STRICT = (int)(sizeof strict_prompts / sizeof strict_prompts[0]) };
+/* The oracle's npm package, as scripts/bootstrap fetched it. */
+#define PACKAGE "'" VT_DEPS_DIR "/npm/node-llama-cpp-linux-x64-3.22.1.tgz'"
 
 /* A fixture of the given weights, the prompts, and both runners' captures:
  * 10 repeats x 16 tokens, one thread, full logits. */
@@ -1429,11 +1963,20 @@ static void real_captures(env *e, const char *weights, char *model, size_t cap)
     for (int i = 0; i < N_STRICT; i++)
         fprintf(f, "{\"id\":\"p%02d\",\"text\":\"%s\"}\n", i, strict_prompts[i]);
     fclose(f);
+    /* Strict captures, as vt-neartie wants them by default. */
+    cr_assert_eq(sh(e, "cd '%s' && '%s' provenance manifest make '%s' -o manifest.json", e->dir, VT_BIN, model), 0, "%s",
+                 e->cmd_err);
+    char launcher[160];
+    snprintf(launcher, sizeof launcher, "%s/launcher.json", e->dir);
+    static const char lj[] = "{\"launcher\":\"test_neartie_cli\",\"host\":\"localhost\",\"command\":\"vt capture\"}\n";
+    spit(launcher, lj, sizeof lj - 1);
     const char *runner[2] = { "engine", "llamacpp" }, *out[2] = { e->L, e->O };
     for (int k = 0; k < 2; k++)
         cr_assert_eq(sh(e, "'%s' capture --runner %s --model '%s' --prompts '%s' --out '%s' --logits-out '%s.logits' "
-                           "--repetitions 10 --max-tokens 16 --threads 1 --no-timestamp", VT_BIN, runner[k], model,
-                        prompts, out[k], out[k]), 0, "%s", e->cmd_err);
+                           "--repetitions 10 --max-tokens 16 --threads 1 --no-timestamp --strict --model-manifest "
+                           "'%s/manifest.json' --launcher-manifest '%s/launcher.json' %s %s", VT_BIN, runner[k], model,
+                        prompts, out[k], out[k], e->dir, e->dir, k ? "--package" : "", k ? PACKAGE : ""), 0, "%s",
+                     e->cmd_err);
 }
 
 static void check_all_strict(env *e, int n)
@@ -1460,7 +2003,7 @@ Test(real, f32_engine_and_llamacpp_all_strict_with_prefix_scores_file, .timeout 
     char model[160];
     real_captures(&e, "F32", model, sizeof model);
     cr_assert_eq(sh(&e, "'%s' capture --runner llamacpp --model '%s' --score-prefix-of '%s' --threads 1 --no-timestamp "
-                        "--out '%s'", VT_BIN, model, e.L, e.S), 0, "%s", e.cmd_err);
+                        "--package " PACKAGE " --out '%s'", VT_BIN, model, e.L, e.S), 0, "%s", e.cmd_err);
     char extra[64];
     snprintf(extra, sizeof extra, "--require-strict %d", N_STRICT);
     int rc = neartie(&e, extra);
@@ -1479,8 +2022,12 @@ Test(real, f32_engine_and_llamacpp_all_strict_with_prefix_scores_file, .timeout 
     fseek(f, -1, SEEK_END);
     fputc(ch ^ 1, f);
     fclose(f);
-    expect_refused(&e, neartie(&e, extra), "L.json.logits: sha256 ");
-    cr_assert(strstr(e.cmd_err, "as L.json's logits_file records"), "%s", e.cmd_err);
+    expect_refused(&e, neartie(&e, extra), "L.json: field logits_file: L.json.logits: size ");
+    cr_assert(strstr(e.cmd_err, "as the document records"), "%s", e.cmd_err);
+    /* Missing: refused as well, never "metrics not available". */
+    cr_assert_eq(unlink(side), 0);
+    expect_refused(&e, neartie(&e, extra), "L.json: field logits_file: L.json.logits: expected the side file the "
+                                           "document names");
     teardown(&e);
 }
 
@@ -1491,8 +2038,9 @@ Test(real, q8_0_engine_and_llamacpp_all_strict_scored_here, .timeout = 600)
     char model[160];
     real_captures(&e, "Q8_0", model, sizeof model);
     unlink(e.R);
-    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --model '%s' --scores-out '%s' "
-                    "--out '%s' --junit '%s' --require-strict %d", VT_BIN, e.L, e.O, model, e.S, e.R, e.J, N_STRICT);
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE " --model '%s' "
+                    "--scores-out '%s' --out '%s' --junit '%s' --require-strict %d", VT_BIN, e.L, e.O, model, e.S, e.R,
+                e.J, N_STRICT);
     cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
     check_all_strict(&e, N_STRICT);
     /* The scores it computed were published with the report, and the
@@ -1542,8 +2090,8 @@ Test(real, one_engine_token_changed_fails_the_gate, .timeout = 600)
     cJSON_Delete(L);
     char extra[64];
     snprintf(extra, sizeof extra, "--require-strict %d", N_STRICT);
-    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --model '%s' --out '%s' --junit '%s' "
-                    "%s", VT_BIN, e.L, e.O, model, e.R, e.J, extra);
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE " --model '%s' "
+                    "--out '%s' --junit '%s' %s", VT_BIN, e.L, e.O, model, e.R, e.J, extra);
     cr_assert_eq(rc, 1, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
     cJSON *r = check_report(e.R);
     const cJSON *p4 = report_prompt(r, 4);

@@ -1,10 +1,12 @@
 /* vt capture (vt-capture): seeded, repeated runs with verified identities,
- * written as a sealed vt.capture/1 (capture/capture.h); strict publication. */
+ * written as a sealed vt.capture/2 (capture/capture.h); strict publication
+ * (capture/strict.h). */
 #include "cmds.h"
 #include "runner_opts.h"
 
 #include "../capture/capture.h"
 #include "../common/vt_parse.h"
+#include "../common/vt_reasons.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,19 +24,22 @@ static const char usage_text[] =
     "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json [...]\n"
     "\n"
     "Runs every prompt of P.jsonl (JSON Lines: {\"id\",\"text\"} or {\"id\",\"tokens\"}) N times\n"
-    "(default 1), generating --max-tokens tokens (default 16), and writes a sealed vt.capture/1:\n"
-    "tokens, the SHA-256 of each run's logits and the --top-k (default 20; 0: none) highest\n"
-    "log-probs per position in a binary side file (vt.topk/1, --topk-out; default C.topk beside\n"
-    "C.json) published with it, determinism across repeats, and the identities of model, runtime,\n"
-    "package and launcher.\n"
+    "(default 1), generating --max-tokens tokens (default 16, at least 1), and writes a sealed\n"
+    "vt.capture/2: tokens, the SHA-256 of each run's logits and the --top-k (default 20; 0: none)\n"
+    "highest log-probs per position in a binary side file (vt.topk/1, --topk-out; default C.topk\n"
+    "beside C.json) published with it, determinism across repeats, and the identities of model,\n"
+    "runtime, package and launcher.\n"
     "--logits-out also writes every logit (zlib frames) to a side file published with it.\n"
     "--score-prefix-of teacher-forces the runner on LOCAL's repeat-0 token streams and writes\n"
-    "vt.prefix-scores/1: per position the log-prob of LOCAL's token and of the runner's argmax.\n"
-    "--strict publishes only with >= 10 identical repeats, every model file matching the manifest,\n"
-    "the runtime identity resolved, resolved settings equal to the requested ones (except fields\n"
-    "given to --allow-setting-difference), the package verified and a launcher manifest; otherwise\n"
-    "it lists every reason and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH\n"
-    "if set) unless --no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
+    "vt.prefix-scores/2: per position the log-prob of LOCAL's token and of the runner's argmax.\n"
+    "--strict publishes only what the strict gate passes (README, \"The strict gate\"): >= 10\n"
+    "identical repeats, every run ok with at least one position, every model file matching the\n"
+    "manifest, the runtime identity resolved, resolved settings equal to the requested ones\n"
+    "(except fields given to --allow-setting-difference), the package verified and bound to what\n"
+    "ran (required for llamacpp, whose code comes from its npm package), and a launcher manifest\n"
+    "with launcher, host or image, and command; otherwise it lists every reason, each with its\n"
+    "rule, and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH if set) unless\n"
+    "--no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
     "\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
@@ -113,8 +118,8 @@ int vt_cmd_capture(int argc, char **argv)
                 return bad(a, v, "an integer in 1..100000");
             o.repetitions = (int32_t)n;
         } else if (strcmp(a, "--max-tokens") == 0) {
-            if (!vt_parse_i64(v, 0, 1 << 20, &n))
-                return bad(a, v, "an integer in 0..1048576");
+            if (!vt_parse_i64(v, 1, 1 << 20, &n))
+                return bad(a, v, "an integer in 1..1048576 (a prompt with no position compares nothing)");
             o.max_tokens = (int32_t)n;
         } else if (strcmp(a, "--top-k") == 0) {
             if (!vt_parse_i64(v, 0, 1 << 20, &n))
@@ -150,8 +155,7 @@ int vt_cmd_capture(int argc, char **argv)
     }
     int n_ref = vt_capture_n_refusals(c);
     if (o.strict && n_ref) {
-        for (int i = 0; i < n_ref; i++)
-            fprintf(stderr, "vt-capture: strict: %s not published: %s\n", o.out, vt_capture_refusal(c, i));
+        vt_reasons_print(vt_capture_refusals(c), stderr, "vt-capture", "strict: not published");
         vt_capture_free(c);
         return 1;
     }
@@ -164,7 +168,7 @@ int vt_cmd_capture(int argc, char **argv)
     vt_capture_summary s;
     vt_capture_summary_get(c, &s);
     printf("vt-capture: wrote %s (%s): %d prompts x %d repeats, %d runs (%d failed), %lld positions\n", o.out,
-           o.score_prefix_of ? "vt.prefix-scores/1" : "vt.capture/1", s.n_prompts, s.repetitions, s.n_runs, s.n_failed,
+           o.score_prefix_of ? VT_PREFIX_SCORES_SCHEMA : VT_CAPTURE_SCHEMA, s.n_prompts, s.repetitions, s.n_runs, s.n_failed,
            (long long)s.n_positions);
     printf("  determinism: tokens %s, logits %s\n", s.identical_tokens ? "identical" : "DIFFER",
            s.identical_logits ? "identical" : "DIFFER");

@@ -3,7 +3,9 @@
  * JUnit and the CI gate (compare/neartie_report.h). */
 #include "cmds.h"
 
+#include "../capture/capture.h"
 #include "../common/vt_parse.h"
+#include "../common/vt_reasons.h"
 #include "../compare/neartie_report.h"
 
 #include <math.h>
@@ -14,10 +16,10 @@
 static const char usage_text[] =
     "usage: vt-neartie --local L.json --oracle O.json\n"
     "                  (--prefix-scores S.json | --score-with llamacpp --model X.gguf [--threads N]\n"
-    "                   [--scores-out S.json])\n"
+    "                   [--scores-out S.json] [--package PKG.tgz [--package-root DIR] [--lock L]])\n"
     "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--overwrite]\n"
     "                  [--require-strict N] [--max-failed N] [--allow-diff FIELD]...\n"
-    "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N]\n"
+    "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N] [--allow-unverified]\n"
     "\n"
     "Scores the local capture's repeat-0 token streams against the oracle capture's under the\n"
     "near-tie rule. The oracle's actual-prefix scores (the oracle teacher-forced on the local\n"
@@ -26,17 +28,24 @@ static const char usage_text[] =
     "gap = logp(oracle argmax) - logp(local token), in milli-nats. A prompt is strict (same\n"
     "tokens), near-tie-only (not strict, every gap <= --threshold-mnats) or failed.\n"
     "\n"
-    "Before anything is scored every input's seal and schema are checked, and the guards refuse\n"
-    "(exit 2, one line each) runs with errors, different prompt sets, models, vocabularies,\n"
-    "repeat counts, non-greedy sampling, different mode / cache dtype / matmul (or other than\n"
-    "--mode/--cache-dtype/--matmul declare), different capacity (n_ctx, max_tokens) or other\n"
-    "settings, different workloads, repeats that differ, and prefix scores not bound to the local\n"
-    "capture or not computed by the oracle's runner, model and configuration. --allow-diff FIELD\n"
-    "lets FIELD differ on purpose (model.files, model.arch, model.revision, model.gguf,\n"
-    "repetitions, mode, cache_dtype, matmul, n_ctx, max_tokens, threads, n_batch, seed,\n"
-    "logprobs_top_k, sampling.top_k, sampling.top_p, sampling.min_p, determinism, scorer); the\n"
-    "report records it. Where both captures have full-logits side files, KL(oracle||local) and\n"
-    "related metrics are computed over the positions whose prefixes are identical.\n"
+    "Before anything is scored every input is read once by the one capture reader (seals, schema,\n"
+    "canonical form, side files, determinism re-checked from the runs, prefix-score values checked),\n"
+    "and the guards (README, \"The guards of vt-neartie\") refuse with exit 2, each reason naming\n"
+    "its rule: the same capture twice (one file, one seal, or one computation run twice), a\n"
+    "capture that is not strict evidence (unless --allow-unverified: the report then says so),\n"
+    "runs with errors, repeats that differ, different prompt sets, models, vocabularies (n_vocab,\n"
+    "pre-tokenizer, vocab_sha256), non-greedy sampling, repeat counts, mode / cache dtype / matmul\n"
+    "(or other than --mode/--cache-dtype/--matmul declare), capacity or other settings, different\n"
+    "workloads; and prefix scores not bound to the local capture, or not the oracle's computation\n"
+    "(its runtime in depth: runner, version, backend, device, library, binary, loaded objects,\n"
+    "package; and its configuration), or the local capture's own. --allow-diff FIELD lets FIELD\n"
+    "differ on purpose (model.files, model.arch, model.revision, model.gguf, repetitions, mode,\n"
+    "cache_dtype, matmul, n_ctx, max_tokens, threads, n_batch, seed, logprobs_top_k,\n"
+    "sampling.top_k, sampling.top_p, sampling.min_p, determinism); the report records it.\n"
+    "--score-with runs the scorer here: give it the oracle's package (--package) so that its\n"
+    "runtime is the oracle's. A prompt with no position compared fails. Where both captures have\n"
+    "full-logits side files, KL(oracle||local) and related metrics are computed over the positions\n"
+    "whose prefixes are identical.\n"
     "\n"
     "Prints a table on stdout; --out writes a sealed vt.neartie-report/1 (canonical JSON),\n"
     "--junit a JUnit XML file (one test case per prompt), published together.\n"
@@ -64,6 +73,10 @@ int vt_cmd_neartie(int argc, char **argv)
             o.overwrite = 1;
             continue;
         }
+        if (strcmp(a, "--allow-unverified") == 0) {
+            o.guard.allow_unverified = 1;
+            continue;
+        }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
@@ -84,6 +97,12 @@ int vt_cmd_neartie(int argc, char **argv)
             o.junit = v;
         else if (strcmp(a, "--scores-out") == 0)
             o.scores_out = v;
+        else if (strcmp(a, "--package") == 0)
+            o.package = v;
+        else if (strcmp(a, "--package-root") == 0)
+            o.package_root = v;
+        else if (strcmp(a, "--lock") == 0)
+            o.lock = v;
         else if (strcmp(a, "--threshold-mnats") == 0) {
             char *end;
             double t = strtod(v, &end);
@@ -137,8 +156,7 @@ int vt_cmd_neartie(int argc, char **argv)
         return 2;
     }
     if (vt_nt_n_refusals(c)) {
-        for (int i = 0; i < vt_nt_n_refusals(c); i++)
-            fprintf(stderr, "vt-neartie: refused: %s\n", vt_nt_refusal(c, i));
+        vt_reasons_print(vt_nt_refusals(c), stderr, "vt-neartie", "refused");
         vt_nt_free(c);
         return 2;
     }
@@ -152,11 +170,11 @@ int vt_cmd_neartie(int argc, char **argv)
     }
     fputs(vt_nt_table(c), stdout);
     if (o.out)
-        printf("wrote %s (vt.neartie-report/1)\n", o.out);
+        printf("wrote %s (vt.neartie-report/2)\n", o.out);
     if (o.junit)
         printf("wrote %s (JUnit)\n", o.junit);
     if (o.scores_out)
-        printf("wrote %s (vt.prefix-scores/1)\n", o.scores_out);
+        printf("wrote %s (" VT_PREFIX_SCORES_SCHEMA ")\n", o.scores_out);
     vt_nt_totals t;
     vt_nt_totals_get(c, &t);
     vt_nt_free(c);

@@ -1,9 +1,9 @@
 /* Fast, strict reader of captures and prefix scores: see capture_read.h. */
 #include "capture_read.h"
 
-#include "../capture/canonical_json.h"
-#include "../capture/capture.h"
-#include "../capture/json_schema.h"
+#include "canonical_json.h"
+#include "capture.h"
+#include "json_schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -339,6 +339,8 @@ typedef struct run_rec {
     int64_t off;
     size_t at;   /* byte offset of the run, for messages */
     char *error; /* the error text, when one is recorded (rare) */
+    int has_sha;
+    unsigned char logits_sha[32]; /* logits_sha256, when recorded */
 } run_rec;
 
 /* A stretch of the runs array, parsed on its own thread: every run in it
@@ -516,6 +518,39 @@ static int is_hex64(const char *p, const char *end)
     return 1;
 }
 
+/* The scores just parsed (the chunk's pools from n_tok on), checked, not
+ * clamped: a gap below 0 is no gap, it is a scorer that did not report
+ * its argmax (or a document someone edited). */
+static int scores_consistent(chunk *c, int32_t prompt, int32_t n, const char *at)
+{
+    const int64_t o = c->n_tok;
+    for (int32_t i = 0; i < n; i++) {
+        double lp = c->logprobs[o + i], alp = c->argmax_logprobs[o + i];
+        char why[200];
+        c->i = i;
+        if (!(lp <= 0.0) || !(alp <= 0.0)) {
+            c->field = lp <= 0.0 ? "argmax_logprobs" : "logprobs";
+            snprintf(why, sizeof why, "a log-prob <= 0 (prompt %d, position %d: %.9g)", prompt, i,
+                     lp <= 0.0 ? alp : lp);
+            return !fail_at(c, at, why);
+        }
+        if (alp < lp - VT_DOC_LOGPROB_SLACK) {
+            c->field = "argmax_logprobs";
+            snprintf(why, sizeof why, "the argmax's log-prob >= the scored token's (prompt %d, position %d: %.9g < "
+                     "%.9g): an argmax below the token is no argmax", prompt, i, alp, lp);
+            return !fail_at(c, at, why);
+        }
+        if (c->argmax[o + i] == c->tokens[o + i] && alp != lp) {
+            c->field = "argmax_logprobs";
+            snprintf(why, sizeof why, "%.9g, the scored token's log-prob, where the argmax is the scored token "
+                     "(prompt %d, position %d: %.9g)", lp, prompt, i, alp);
+            return !fail_at(c, at, why);
+        }
+    }
+    c->i = -1;
+    return 1;
+}
+
 /* One run at p (its '{'), in the member order vt-capture writes:
  * prompt, repeat, status, error?, tokens, (logprobs, argmax,
  * argmax_logprobs when scoring), logits_sha256?. */
@@ -595,6 +630,8 @@ static const char *run_parse(chunk *c, const char *p)
             fail_at(c, p, "one entry per token in tokens, logprobs, argmax and argmax_logprobs");
             goto fail;
         }
+        if (!scores_consistent(c, r.prompt, nt, p))
+            goto fail;
     }
     c->field = NULL;
     c->i = -1;
@@ -604,6 +641,9 @@ static const char *run_parse(chunk *c, const char *p)
             fail_at(c, p, "64 lower-case hex digits");
             goto fail;
         }
+        for (int b = 0; b < 32; b++)
+            r.logits_sha[b] = (unsigned char)(hexval(p[2 * b]) * 16 + hexval(p[2 * b + 1]));
+        r.has_sha = 1;
         p += 65;
     }
     if (!LIT(&p, end, "}")) {
@@ -682,26 +722,30 @@ typedef struct ref0 {
     const run_rec *r;
 } ref0;
 
-/* The first position where a later repeat differs from repeat 0 (-1: none),
- * and in which array. */
+/* How a later repeat b differs from its repeat 0 a: the first position
+ * where the tokens (or, scoring, the argmax) differ (-1: none), and whether
+ * what is computed from the logits differs (logits_sha256, and scoring,
+ * the log-probs): determinism's two claims, identical_tokens and
+ * identical_logits, judged apart as vt-capture judges them. */
 static int32_t run_diff(const chunk *ca, const run_rec *a, const chunk *cb, const run_rec *b, int prefix,
-                        const char **field)
+                        const char **field, int *logits_differ)
 {
-    int32_t n = a->n < b->n ? a->n : b->n;
+    int32_t n = a->n < b->n ? a->n : b->n, at = a->n != b->n ? n : -1;
     *field = "tokens";
-    for (int32_t i = 0; i < n; i++)
+    *logits_differ = a->n != b->n || a->has_sha != b->has_sha ||
+                     memcmp(a->logits_sha, b->logits_sha, sizeof a->logits_sha) != 0;
+    for (int32_t i = 0; i < n && at < 0; i++)
         if (ca->tokens[a->off + i] != cb->tokens[b->off + i])
-            return i;
-    if (prefix)
-        for (int32_t i = 0; i < n; i++) {
-            if (ca->logprobs[a->off + i] != cb->logprobs[b->off + i])
-                return *field = "logprobs", i;
-            if (ca->argmax[a->off + i] != cb->argmax[b->off + i])
-                return *field = "argmax", i;
-            if (ca->argmax_logprobs[a->off + i] != cb->argmax_logprobs[b->off + i])
-                return *field = "argmax_logprobs", i;
-        }
-    return a->n != b->n ? n : -1;
+            at = i;
+    for (int32_t i = 0; prefix && i < n && at < 0; i++)
+        if (ca->argmax[a->off + i] != cb->argmax[b->off + i])
+            *field = "argmax", at = i;
+    for (int32_t i = 0; prefix && i < n && !*logits_differ; i++)
+        *logits_differ = ca->logprobs[a->off + i] != cb->logprobs[b->off + i] ||
+                         ca->argmax_logprobs[a->off + i] != cb->argmax_logprobs[b->off + i];
+    if (at < 0 && *logits_differ)
+        *field = "logits_sha256", at = 0;
+    return at;
 }
 
 /* The chunks, in order: runs in the order vt-capture writes them (repeat 0
@@ -711,6 +755,7 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
 {
     const int prefix = d->kind == VT_DOC_PREFIX;
     int32_t P = -1, k = 0;
+    d->runs_identical_tokens = d->runs_identical_logits = 1;
     size_t cap = 0;
     ref0 *refs = NULL;
     int rc = VT_OK;
@@ -728,6 +773,14 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
                 break;
             }
             d->n_positions_all += r->n;
+            if (r->ok && !r->has_sha && d->version >= 2) {
+                rc = vt_error_set(err, VT_EINPUT, "%s: offset %zu: field runs[%d].logits_sha256: missing: expected "
+                                  "the SHA-256 of an ok run's logits (what determinism is re-checked on)", d->path,
+                                  r->at, k);
+                break;
+            }
+            if (!r->ok)
+                d->runs_identical_tokens = d->runs_identical_logits = 0;
             if (!r->ok)
                 note(&d->error_run, k, r->prompt, r->repeat, -1, r->error ? r->error : "(no error text)");
             else if (r->error)
@@ -743,10 +796,16 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
             const ref0 *z = &refs[r->prompt];
             const char *field;
             int32_t at;
-            if (z->r->ok != r->ok)
+            int logits_differ;
+            if (!z->r->ok || !r->ok) {
                 note(&d->differs, k, r->prompt, r->repeat, 0, "status");
-            else if ((at = run_diff(z->c, z->r, c, r, prefix, &field)) >= 0)
+            } else if ((at = run_diff(z->c, z->r, c, r, prefix, &field, &logits_differ)) >= 0) {
                 note(&d->differs, k, r->prompt, r->repeat, at, field);
+                if (strcmp(field, "logits_sha256") != 0)
+                    d->runs_identical_tokens = 0;
+                if (logits_differ)
+                    d->runs_identical_logits = 0;
+            }
         }
     }
     if (rc == VT_OK) {
@@ -931,10 +990,85 @@ static void *hash_run(void *arg)
 
 /* ------------------------------------------------------------ reading */
 
+/* What the determinism member says against what the runs show: a capture
+ * that claims identical repeats its runs contradict is not evidence. */
+static int determinism_check(vt_doc *d, vt_error *err)
+{
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(d->meta, "determinism");
+    const int claim_t = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(det, "identical_tokens"));
+    const int claim_l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(det, "identical_logits"));
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(det, "first_mismatch");
+    if (claim_t != d->runs_identical_tokens || claim_l != d->runs_identical_logits)
+        return vt_error_set(err, VT_EINPUT, "%s: field determinism.%s: %s: expected %s, what the runs show%s%s",
+                            d->path, claim_t != d->runs_identical_tokens ? "identical_tokens" : "identical_logits",
+                            (claim_t != d->runs_identical_tokens ? claim_t : claim_l) ? "true" : "false",
+                            (claim_t != d->runs_identical_tokens ? claim_t : claim_l) ? "false" : "true",
+                            d->differs.run >= 0 ? ": runs differ from their repeat 0 in " : "",
+                            d->differs.run >= 0 ? d->differs.what : "");
+    if (!fm != (d->differs.run < 0))
+        return vt_error_set(err, VT_EINPUT, "%s: field determinism.first_mismatch: %s: expected %s, what the runs "
+                            "show", d->path, fm ? "present" : "missing", fm ? "none" : "the first run that differs");
+    if (fm && (cJSON_GetObjectItemCaseSensitive(fm, "prompt")->valuedouble != d->differs.prompt ||
+               cJSON_GetObjectItemCaseSensitive(fm, "repeat")->valuedouble != d->differs.repeat))
+        return vt_error_set(err, VT_EINPUT, "%s: field determinism.first_mismatch: prompt %g repeat %g: expected "
+                            "prompt %d repeat %d, the first run that differs from its repeat 0", d->path,
+                            cJSON_GetObjectItemCaseSensitive(fm, "prompt")->valuedouble,
+                            cJSON_GetObjectItemCaseSensitive(fm, "repeat")->valuedouble, d->differs.prompt,
+                            d->differs.repeat);
+    return VT_OK;
+}
+
+/* A side file's path: its recorded name, relative to the document's
+ * directory. malloc'd, or NULL (out of memory). */
+static char *side_path(const vt_doc *d, const char *name)
+{
+    const char *slash = strrchr(d->path, '/');
+    size_t dl = slash && name[0] != '/' ? (size_t)(slash - d->path) + 1 : 0;
+    char *path = malloc(dl + strlen(name) + 1);
+    if (path) {
+        memcpy(path, d->path, dl);
+        strcpy(path + dl, name);
+    }
+    return path;
+}
+
+static int side_paths(vt_doc *d, vt_error *err)
+{
+    static const char *const members[2] = { "topk_file", "logits_file" };
+    char **out[2] = { &d->topk_path, &d->logits_path };
+    for (int i = 0; i < 2; i++) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, members[i]),
+                                                             "name");
+        if (cJSON_IsString(name) && !(*out[i] = side_path(d, name->valuestring)))
+            return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+    }
+    return VT_OK;
+}
+
+/* The full-logits side file, there with the size and SHA-256 recorded. */
+static int logits_check(vt_doc *d, vt_error *err)
+{
+    const cJSON *lf = cJSON_GetObjectItemCaseSensitive(d->meta, "logits_file");
+    double size = cJSON_GetObjectItemCaseSensitive(lf, "size")->valuedouble;
+    const char *want = cJSON_GetObjectItemCaseSensitive(lf, "sha256")->valuestring;
+    vt_sha256_hex got;
+    uint64_t got_size = 0;
+    vt_error e;
+    vt_error_clear(&e);
+    if (vt_sha256_file(d->logits_path, &got, &got_size, &e) != VT_OK)
+        return vt_error_set(err, VT_EINPUT, "%s: field logits_file: %s: expected the side file the document names "
+                            "(%s)", d->path, d->logits_path, e.msg);
+    if ((double)got_size != size || strcmp(got.hex, want) != 0)
+        return vt_error_set(err, VT_EINPUT, "%s: field logits_file: %s: size %llu, sha256 %s: expected size %.17g, "
+                            "sha256 %s, as the document records", d->path, d->logits_path,
+                            (unsigned long long)got_size, got.hex, size, want);
+    return VT_OK;
+}
+
 /* The capture's top-k side file (topk_file), mapped and checked whole
  * against what the capture says of it: present iff logprobs_top_k > 0,
  * named relative to the capture's directory. */
-static int topk_open(vt_doc *d, vt_error *err)
+static int topk_open(vt_doc *d, int no_side_files, vt_error *err)
 {
     const cJSON *tf = cJSON_GetObjectItemCaseSensitive(d->meta, "topk_file");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, "settings"),
@@ -952,32 +1086,26 @@ static int topk_open(vt_doc *d, vt_error *err)
     if (k > nv || k > (1 << 20))
         return vt_error_set(err, VT_EINPUT, "%s: field settings.resolved.logprobs_top_k: %g: expected at most "
                             "model.gguf.n_vocab %g", d->path, k, nv);
-    const char *name = cJSON_GetObjectItemCaseSensitive(tf, "name")->valuestring;
     double size = cJSON_GetObjectItemCaseSensitive(tf, "size")->valuedouble;
     double want = VT_TOPK_HEADER + (double)d->n_positions_all * k * VT_TOPK_ENTRY;
     if (size != want)
         return vt_error_set(err, VT_EINPUT, "%s: field topk_file.size: %.17g: expected %.17g (16 + %lld positions x "
                             "%g entries x 8)", d->path, size, want, (long long)d->n_positions_all, k);
-    const char *slash = strrchr(d->path, '/');
-    size_t dl = slash && name[0] != '/' ? (size_t)(slash - d->path) + 1 : 0;
-    char *path = malloc(dl + strlen(name) + 1);
-    if (!path)
-        return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
-    memcpy(path, d->path, dl);
-    strcpy(path + dl, name);
-    int rc = vt_topk_file_open(path, (int32_t)k, d->n_positions_all, (int32_t)nv,
-                              cJSON_GetObjectItemCaseSensitive(tf, "sha256")->valuestring, &d->topk, err);
-    free(path);
-    return rc;
+    if (no_side_files)
+        return VT_OK;
+    return vt_topk_file_open(d->topk_path, (int32_t)k, d->n_positions_all, (int32_t)nv,
+                             cJSON_GetObjectItemCaseSensitive(tf, "sha256")->valuestring, &d->topk, err);
 }
 
 static const char SEAL_MEMBER[] = ",\"seal\":\"";
 enum { SEAL_TAIL = 9 + 64 + 3 }; /* ,"seal":" HEX "}\n */
 
-static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, int threads, vt_error *err)
+static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, int threads, int no_side_files,
+                     vt_error *err)
 {
     const char *end = base + len;
     const char *want_schema = want == VT_DOC_CAPTURE ? VT_CAPTURE_SCHEMA : VT_PREFIX_SCORES_SCHEMA;
+    const char *old_schema = want == VT_DOC_CAPTURE ? VT_CAPTURE_SCHEMA_V1 : VT_PREFIX_SCORES_SCHEMA_V1;
     /* The start and the end: {"schema":"...", ... ,"seal":"HEX"}\n */
     const char *p = base;
     if (!LIT(&p, end, "{\"schema\":")) {
@@ -992,9 +1120,13 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
                             is_space(s, end) ? canonical_hint : "a string");
     char schema[64];
     string_copy(s, p, schema, sizeof schema);
-    if (strcmp(schema, want_schema) != 0)
-        return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\"", d->path, schema,
-                            want_schema);
+    if (strcmp(schema, want_schema) == 0)
+        d->version = 2;
+    else if (strcmp(schema, old_schema) == 0)
+        d->version = 1;
+    else
+        return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\" (or \"%s\")", d->path,
+                            schema, want_schema, old_schema);
     if (len < SEAL_TAIL + 20 || memcmp(end - SEAL_TAIL, SEAL_MEMBER, 9) != 0 || !is_hex64(end - SEAL_TAIL + 9, end) ||
         memcmp(end - 3, "\"}\n", 3) != 0)
         return vt_error_set(err, VT_EINPUT, "%s: offset %zu: field seal: expected the document to end with "
@@ -1103,9 +1235,9 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     free(mtext);
     if (rc == VT_OK) {
         const cJSON *root = vt_capture_schema();
-        const cJSON *sub = root ? vt_json_schema_at(root, want == VT_DOC_CAPTURE ? "#/$defs/capture"
-                                                                                 : "#/$defs/prefix_scores")
-                                : NULL;
+        static const char *const defs[2][2] = { { "#/$defs/capture_v1", "#/$defs/capture" },
+                                                { "#/$defs/prefix_scores_v1", "#/$defs/prefix_scores" } };
+        const cJSON *sub = root ? vt_json_schema_at(root, defs[want == VT_DOC_PREFIX][d->version == 2]) : NULL;
         vt_error e;
         vt_error_clear(&e);
         if (!sub)
@@ -1190,8 +1322,14 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     if (rc == VT_OK && strcmp(hj.seal.hex, d->seal.hex) != 0)
         rc = vt_error_set(err, VT_EINPUT, "%s: field seal: %s: expected %s, the recomputed one", d->path, d->seal.hex,
                           hj.seal.hex);
+    if (rc == VT_OK)
+        rc = determinism_check(d, err);
+    if (rc == VT_OK)
+        rc = side_paths(d, err);
     if (rc == VT_OK && want == VT_DOC_CAPTURE)
-        rc = topk_open(d, err);
+        rc = topk_open(d, no_side_files, err);
+    if (rc == VT_OK && d->logits_path && !no_side_files)
+        rc = logits_check(d, err);
     d->file_sha256 = hj.file;
     d->size = len;
     return rc;
@@ -1204,7 +1342,7 @@ int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
     if (!(d->path = strdup(src->path ? src->path : "(document)")))
         return vt_error_set(err, VT_EINPUT, "out of memory");
     if (src->text) {
-        int rc = parse_doc(d, src->text, src->len, src->kind, src->threads, err);
+        int rc = parse_doc(d, src->text, src->len, src->kind, src->threads, src->no_side_files, err);
         if (rc)
             vt_doc_free(d);
         return rc;
@@ -1218,6 +1356,9 @@ int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
         vt_doc_free(d);
         return rc;
     }
+    d->have_stat = 1;
+    d->dev = (uint64_t)st.st_dev;
+    d->ino = (uint64_t)st.st_ino;
     if (!S_ISREG(st.st_mode) || st.st_size == 0) {
         close(fd);
         vt_doc_free(d);
@@ -1232,7 +1373,7 @@ int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
         return vt_error_set(err, VT_EINPUT, "%s: cannot map: %s", src->path, strerror(errno));
     }
     madvise(m, len, MADV_SEQUENTIAL);
-    int rc = parse_doc(d, m, len, src->kind, src->threads, err);
+    int rc = parse_doc(d, m, len, src->kind, src->threads, src->no_side_files, err);
     munmap(m, len);
     if (rc)
         vt_doc_free(d);
@@ -1308,6 +1449,8 @@ void vt_doc_free(vt_doc *d)
     free(d->argmax_logprobs);
     free(d->argmax);
     vt_topk_file_close(&d->topk);
+    free(d->topk_path);
+    free(d->logits_path);
     memset(d, 0, sizeof *d);
     d->error_run.run = d->error_after.run = d->differs.run = -1;
 }
