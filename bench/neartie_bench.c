@@ -138,6 +138,9 @@ static cJSON *prompts_json(int P)
     return a;
 }
 
+/* Every run's logits_sha256 (one repeat: nothing to compare it with). */
+#define LOGITS_SHA "00000000000000000000000000000000000000000000000000000000000000cc"
+
 static cJSON *model_json(void)
 {
     cJSON *m = cJSON_CreateObject();
@@ -159,8 +162,10 @@ static cJSON *model_json(void)
     cJSON_AddNumberToObject(g, "embedding_length", 1024);
     cJSON_AddNumberToObject(g, "n_vocab", VOCAB);
     cJSON_AddStringToObject(g, "tokenizer_pre", "qwen2");
+    cJSON_AddStringToObject(g, "vocab_sha256", "00000000000000000000000000000000000000000000000000000000000000bb");
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(g, "tensor_types"), "Q8_0", 300);
     cJSON_AddBoolToObject(m, "verified", 1);
+    cJSON_AddArrayToObject(m, "problems");
     cJSON_AddNullToObject(m, "manifest");
     return m;
 }
@@ -283,6 +288,7 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
     cJSON_AddStringToObject(rn, "name", runner);
     cJSON_AddStringToObject(rn, "version", "1");
     cJSON_AddStringToObject(rn, "backend", "cpu");
+    cJSON_AddStringToObject(rn, "device", "cpu");
     cJSON_AddNullToObject(rn, "library");
     cJSON_AddNullToObject(rn, "detail");
     cJSON_AddNumberToObject(rt, "threads", 1);
@@ -354,7 +360,7 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
             w_int(w, t);
         }
         if (kind == VT_DOC_CAPTURE) {
-            w_str(w, "]}");
+            w_str(w, "],\"logits_sha256\":\"" LOGITS_SHA "\"}");
         } else {
             /* The oracle teacher-forced on the local stream: it agrees
              * everywhere except at the divergence, by gap_of(p) nats. */
@@ -373,7 +379,7 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
             w_str(w, "],\"argmax_logprobs\":[");
             for (int i = 0; i < T; i++)
                 w_str(w, i ? ",-0.25" : "-0.25");
-            w_str(w, "]}");
+            w_str(w, "],\"logits_sha256\":\"" LOGITS_SHA "\"}");
         }
     }
     size_t tail = strlen(cut + 8);
@@ -495,6 +501,9 @@ int main(int argc, char **argv)
         o.out = pr;
         o.junit = pj;
         o.max_failed = P;
+        /* One repeat, no manifest: not strict evidence, and the report says so;
+         * the strict gate still runs on both captures. */
+        o.guard.allow_unverified = 1;
         double cpu0 = cpu_now();
         double a = now();
         vt_neartie *c = vt_nt_open(&o, &err);

@@ -203,7 +203,7 @@ static inline int hexval(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 
 
 /* A canonical JSON string starting at the quote: the end after the closing
  * quote, or NULL. Canonical: only \" \\ \b \f \n \r \t and \u00xx (lower
- * case, for the other bytes below 0x20) as escapes, valid UTF-8. */
+ * case, for the other bytes below 0x20 but 0) as escapes, valid UTF-8. */
 static const char *string_scan(const char *p, const char *end)
 {
     if (p >= end || *p != '"')
@@ -226,7 +226,8 @@ static const char *string_scan(const char *p, const char *end)
             if (e != 'u' || end - p < 6 || p[2] != '0' || p[3] != '0' || hexval(p[4]) < 0 || hexval(p[5]) < 0)
                 return NULL;
             int v = hexval(p[4]) * 16 + hexval(p[5]);
-            if (v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t')
+            /* \u0000 is refused: the text would end there for every C reader. */
+            if (v == 0 || v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t')
                 return NULL;
             p += 6;
             continue;

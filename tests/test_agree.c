@@ -167,6 +167,14 @@ Test(agree, cli_exit_codes_and_repeats)
     cr_assert_eq(run_status(args), 0);
     snprintf(args, sizeof args, "agree --model '%s' --cache-dtype fp8_e4m3", path);
     cr_assert_eq(run_status(args), 2);
+    /* A runner against itself compares nothing: refused, with either runner. */
+    snprintf(args, sizeof args, "agree --model '%s' --prompts 4 --max-tokens 8 --local engine --oracle engine", path);
+    cr_assert_eq(run_status(args), 2);
+    snprintf(args, sizeof args, "agree --model '%s' --prompts 4 --max-tokens 8 --local llamacpp --oracle llamacpp",
+             path);
+    cr_assert_eq(run_status(args), 2);
+    snprintf(args, sizeof args, "agree --model '%s' --prompts 4 --max-tokens 8 --local llamacpp --oracle engine", path);
+    cr_assert_neq(run_status(args), 2);
     const char *modes[] = { "production", "eager" };
     for (int m = 0; m < 2; m++)
         for (int t = 1; t <= 2; t++) {

@@ -1716,6 +1716,52 @@ Test(input, determinism_is_re_checked_from_the_runs)
     teardown(&e);
 }
 
+/* A document's text with needle replaced, re-sealed over its new bytes (as
+ * anyone can): what the reader sees is then only the replacement. */
+static void replace_and_reseal(const char *path, const char *needle, const char *with)
+{
+    size_t n;
+    char *s = slurp(path, &n);
+    char *t = strstr(s, needle);
+    cr_assert_not_null(t, "%s: no %s", path, needle);
+    size_t a = (size_t)(t - s), ln = strlen(needle), lw = strlen(with);
+    char *u = malloc(n - ln + lw + 1);
+    memcpy(u, s, a);
+    memcpy(u + a, with, lw);
+    memcpy(u + a + lw, s + a + ln, n - a - ln);
+    n = n - ln + lw;
+    size_t body = n - 76; /* ,"seal":"<64 hex>"}\n */
+    u[body] = '}';
+    vt_sha256_hex h;
+    vt_sha256_buffer(u, body + 1, &h);
+    u[body] = ',';
+    memcpy(u + body + 9, h.hex, 64);
+    spit(path, u, n);
+    free(s);
+    free(u);
+}
+
+/* A string holding \u0000 would end there for every C reader: refused,
+ * in the members cJSON reads and in the runs. */
+Test(input, a_nul_escape_in_a_string_is_refused)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    fail_run(d.O, P + 3, 3, 1, "boom");
+    docs_write(&e, &d, NULL);
+    replace_and_reseal(e.O, "\"error\":\"boom\"", "\"error\":\"bo\\u0000om\"");
+    expect_refused(&e, neartie(&e, NULL), "O.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs[19].error: expected a string in canonical form"), "%s", e.cmd_err);
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    replace_and_reseal(e.L, "\"id\":\"p03\"", "\"id\":\"p0\\u00003\"");
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset ");
+    cr_assert(strstr(e.cmd_err, "expected canonical JSON"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
 /* No output may be an input, and the side files an input names are inputs. */
 Test(input, outputs_may_not_alias_the_side_files_an_input_names)
 {

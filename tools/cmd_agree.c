@@ -21,7 +21,8 @@ static const char usage_text[] =
     "tokens); each divergence is scored by the oracle teacher-forced on the local tokens\n"
     "(gap = logp(oracle argmax) - logp(local token)). A prompt is strict (same tokens),\n"
     "near-tie (every gap <= T milli-nats, default 500) or failed. Also prints the largest\n"
-    "|difference| of teacher-forced log-probs between the runners. Exit 1 if any prompt failed.\n";
+    "|difference| of teacher-forced log-probs between the runners. A runner compared with itself\n"
+    "is refused (exit 2). Exit 1 if any prompt failed.\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {
@@ -78,6 +79,13 @@ int vt_cmd_agree(int argc, char **argv)
         return bad("--local", local_name, "engine or llamacpp");
     if (!oo)
         return bad("--oracle", oracle_name, "engine or llamacpp");
+    /* Both runners get the same settings: one runner twice is one
+     * computation twice, which agrees with itself by construction. */
+    if (lo == oo) {
+        fprintf(stderr, "vt agree: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
+                "settings is one computation run twice: expected two different runners\n", local_name, oracle_name);
+        return 2;
+    }
 
     vt_error err;
     vt_error_clear(&err);
