@@ -839,6 +839,8 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
         const run_rec *r = refs[p].r;
         d->off[p] = off;
         d->n[p] = r->n;
+        if (r->n == 0) /* a failed run, or no positions: its chunk may have no pools */
+            continue;
         memcpy(d->tokens + off, c->tokens + r->off, (size_t)r->n * sizeof *d->tokens);
         if (prefix) {
             memcpy(d->logprobs + off, c->logprobs + r->off, (size_t)r->n * sizeof *d->logprobs);
