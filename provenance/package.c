@@ -5,6 +5,7 @@
  * loaded from the unpacked package against the tarball members. */
 #include "prov_internal.h"
 
+#include "../common/vt_json.h"
 #include "../common/vt_parse.h"
 
 #include <archive.h>
@@ -952,7 +953,7 @@ static int read_lock(const char *path, cJSON **root_out, lock_pkg **pkgs_out, in
     int e = vt_prov_read_file(path, RECORD_MAX_BYTES, &text, &len);
     if (e)
         return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));
-    cJSON *root = vt_prov_json_parse(text, len, path, err);
+    cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
         return VT_EINPUT;
@@ -1075,6 +1076,7 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
     char rootreal[PATH_MAX];
     loaded_obj *lo = NULL;
     char *pj = NULL;
+    size_t pj_len = 0;
 
     /* The tarball: sha256 (report) and sha512 (integrity) in one read. */
     vt_prov_digest td = { .md = { EVP_sha256(), EVP_sha512() }, .n_md = 2 };
@@ -1147,6 +1149,7 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
                 int serr = 0;
                 if (hash_member(a, &d, &b, &serr) == ARCHIVE_OK && !serr && !b.oom) {
                     free(pj);
+                    pj_len = b.n;
                     pj = vt_sbuf_take(&b);
                 } else {
                     free(b.p);
@@ -1197,11 +1200,16 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
     const lock_pkg *chosen = NULL;
     if (rc == VT_OK) {
         const char *pj_name = NULL, *pj_version = NULL;
-        cJSON *pjj = pj ? cJSON_Parse(pj) : NULL;
+        vt_sbuf where = { 0 };
+        vt_sbuf_printf(&where, "%s: package/package.json", tarball_path);
+        vt_error perr;
+        vt_error_clear(&perr);
+        cJSON *pjj = pj ? vt_json_parse(pj, pj_len, where.p ? where.p : "package/package.json", &perr) : NULL;
+        free(where.p);
         if (!pj)
             vt_lines_addf(&problems, "%s: no package/package.json member", tarball_path);
         else if (!pjj)
-            vt_lines_addf(&problems, "%s: package/package.json: expected valid JSON", tarball_path);
+            vt_lines_addf(&problems, "%s", perr.msg);
         if (pjj) {
             cJSON *jn = cJSON_GetObjectItemCaseSensitive(pjj, "name");
             cJSON *jv = cJSON_GetObjectItemCaseSensitive(pjj, "version");

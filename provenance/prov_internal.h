@@ -1,5 +1,6 @@
 /* Shared internals of provenance/: multi-digest file hashing, hex/base64,
- * growable strings and line lists, strict JSON field access, RECORD CSV.
+ * growable strings and line lists, strict JSON field access (parsing is
+ * common/vt_json.h), RECORD CSV.
  * Not part of the public API. */
 #ifndef VT_PROV_INTERNAL_H
 #define VT_PROV_INTERNAL_H
@@ -75,8 +76,6 @@ int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len);
  * or present twice. where names the object for the message ("F: packages[2]"). */
 struct cJSON *vt_prov_json_field(const struct cJSON *obj, const char *key, const char *file, const char *where,
                                  vt_error *err);
-/* Parses text as one JSON document; VT_EINPUT naming file and offset. */
-struct cJSON *vt_prov_json_parse(const char *text, size_t len, const char *file, vt_error *err);
 
 /* ---- RECORD (PEP 376 CSV: path,hash,size) ---- */
 typedef struct vt_record_row {

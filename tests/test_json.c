@@ -1,8 +1,10 @@
 /* common/vt_json: the strict JSON reader every input goes through. Each
  * refusal with its message (file, offset, field, expectation) and the same
- * text without the defect accepted. */
+ * text without the defect accepted; prompt files (JSON Lines) refusing a
+ * \u0000 in an id or a text, naming file and line. */
 #include <criterion/criterion.h>
 
+#include "capture/prompts.h"
 #include "common/vt_json.h"
 #include "common/vt_utf8.h"
 
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Parses text[0..len) and expects refusal with every needle in the message. */
 static void refused_n(const char *text, size_t len, const char *n1, const char *n2)
@@ -191,4 +194,76 @@ Test(utf8, check_gives_the_first_bad_offset)
     cr_assert_eq(vt_utf8_check("a\x80", 2), 1);
     cr_assert(vt_utf8_valid("", 0));
     cr_assert_not(vt_utf8_valid("\xf8\x88\x80\x80\x80", 5));
+}
+
+/* ---- prompt files (JSON Lines) ---- */
+
+static char prompts_path[64];
+
+static void make_prompts(const char *content, size_t len)
+{
+    snprintf(prompts_path, sizeof prompts_path, "/tmp/vt-json-XXXXXX");
+    int fd = mkstemp(prompts_path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, content, len), (ssize_t)len);
+    close(fd);
+}
+
+static vt_tokenizer *vocab(void)
+{
+    vt_error err;
+    vt_tokenizer *t = vt_tokenizer_open_file(VT_VOCAB_DIR "/ggml-vocab-qwen2.gguf", &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    return t;
+}
+
+/* Reads content as a prompt file; refused with want (after "FILE: ") or,
+ * want == NULL, read with n prompts. */
+static void prompts_case(const char *content, size_t len, const char *want, int n)
+{
+    make_prompts(content, len);
+    vt_tokenizer *t = vocab();
+    vt_prompt_set ps;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_prompts_read(prompts_path, t, &ps, &err);
+    if (want) {
+        cr_assert_eq(rc, VT_EINPUT, "accepted: %s", content);
+        char full[512];
+        snprintf(full, sizeof full, "%s: %s", prompts_path, want);
+        cr_assert_str_eq(err.msg, full);
+    } else {
+        cr_assert_eq(rc, VT_OK, "%s", err.msg);
+        cr_assert_eq(ps.n, n);
+        vt_prompts_free(&ps);
+    }
+    vt_tokenizer_free(t);
+    unlink(prompts_path);
+}
+
+/* A string literal and its length (it may hold a NUL). */
+#define LIT(s) s, sizeof(s) - 1
+#define LINE1 "{\"id\": \"p1\", \"text\": \"Hello\"}\n"
+
+Test(prompts, nul_escape_in_id_or_text_is_refused_naming_file_and_line)
+{
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\\u0000x\", \"text\": \"Hi\"}\n"),
+                 "line 2: field id: expected a string without a \\u0000 escape (it would cut the string short)", 0);
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\\u0000 and the rest\"}\n"),
+                 "line 2: field text: expected a string without a \\u0000 escape (it would cut the string short)", 0);
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\0 and the rest\"}\n"),
+                 "line 2: field text: expected a string without a NUL byte", 0);
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\"}\n"), NULL, 2);
+    /* An escaped backslash before u0000 is text, tokenized as such. */
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"C:\\\\u0000\"}\n"), NULL, 2);
+}
+
+Test(prompts, strict_json_faults_on_a_line)
+{
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"id\": \"p3\", \"text\": \"Hi\"}\n"),
+                 "line 2: field id: expected each member name once in its object, found twice (readers differ on "
+                 "which value wins)",
+                 0);
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\"}\x01\n"),
+                 "line 2: column 27: expected one JSON object on the line", 0);
 }

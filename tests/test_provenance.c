@@ -394,6 +394,127 @@ Test(manifest, malformed_is_einput_naming_the_field, .init = make_dir, .fini = r
     cr_assert(strstr(err.msg, "nope.json"), "%s", err.msg);
 }
 
+/* ---- strict JSON in manifests (common/vt_json.h) ---- */
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* A manifest of one file named `name` (JSON-escaped as given) in models/,
+ * holding that file's real size and sha256; `tail` (n_tail bytes) follows. */
+static char *manifest_text(const char *name_json, const char *file, const char *tail, size_t n_tail, size_t *len)
+{
+    vt_sha256_hex h;
+    uint64_t size;
+    vt_error err;
+    cr_assert_eq(vt_sha256_file(file, &h, &size, &err), VT_OK, "%s", err.msg);
+    static char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"%s\", \"size\": %llu, \"sha256\": "
+                     "\"%s\"}]}\n",
+                     name_json, (unsigned long long)size, h.hex);
+    cr_assert(n > 0 && (size_t)n + n_tail < sizeof buf);
+    memcpy(buf + n, tail, n_tail);
+    *len = (size_t)n + n_tail;
+    return buf;
+}
+
+/* `vt provenance manifest verify M`: its exit code; stderr's text in *msg. */
+static int verify_cli(const char *manifest, char *msg, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance manifest verify '%s' >/dev/null 2>'%s'", VT_BIN, manifest,
+             tpath("stderr.txt"));
+    int rc = run(cmd);
+    FILE *f = fopen(tpath("stderr.txt"), "rb");
+    cr_assert_not_null(f);
+    size_t n = fread(msg, 1, cap - 1, f);
+    fclose(f);
+    msg[n] = '\0';
+    return rc;
+}
+
+/* Refused: exit 2 and one line naming the manifest and each needle. */
+static void expect_manifest_refused(const char *text, size_t len, const char *n1, const char *n2)
+{
+    char *mp = tpath("models/M.json");
+    write_bytes(mp, text, len);
+    vt_manifest m;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_manifest_read(mp, &m, &err), VT_EINPUT, "accepted: %.*s", (int)len, text);
+    cr_assert(strstr(err.msg, "M.json: offset ") && strstr(err.msg, n1) && (!n2 || strstr(err.msg, n2)), "%s",
+              err.msg);
+    char msg[2048];
+    cr_assert_eq(verify_cli(mp, msg, sizeof msg), 2, "%s", msg);
+    cr_assert(strstr(msg, "M.json: offset ") && strstr(msg, n1), "%s", msg);
+    cr_assert(strchr(msg, '\n') == msg + strlen(msg) - 1, "not one line: %s", msg);
+}
+
+static void expect_manifest_verifies(const char *text, size_t len)
+{
+    char *mp = tpath("models/M.json");
+    write_bytes(mp, text, len);
+    char msg[2048];
+    cr_assert_eq(verify_cli(mp, msg, sizeof msg), 0, "%.*s: %s", (int)len, text, msg);
+}
+
+Test(manifest, nul_escape_in_a_name_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    /* cJSON alone reads "model.gguf\u0000.evil" as "model.gguf": the entry
+     * would verify the real model under a name that is not its own. */
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model.gguf");
+    write_random(model, 5000, 3);
+    size_t len;
+    char *text = manifest_text("model.gguf\\u0000.evil", model, "", 0, &len);
+    expect_manifest_refused(text, len, "offset 58: field files[0].name: expected a string without a \\u0000 escape",
+                            NULL);
+    /* The same manifest without the defect verifies. */
+    text = manifest_text("model.gguf", model, "", 0, &len);
+    expect_manifest_verifies(text, len);
+}
+
+Test(manifest, anything_after_the_document_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model.gguf");
+    write_random(model, 5000, 4);
+    size_t len;
+    /* A second object: one reader sees the first, another the last. */
+    const char second[] = "{\"schema\": \"vt.manifest/1\", \"files\": []}\n";
+    char *text = manifest_text("model.gguf", model, second, sizeof second - 1, &len);
+    expect_manifest_refused(text, len, "expected only whitespace after the JSON document", NULL);
+    text = manifest_text("model.gguf", model, "\0", 1, &len);
+    expect_manifest_refused(text, len, "expected only whitespace after the JSON document (found a NUL byte)", NULL);
+    text = manifest_text("model.gguf", model, "garbage", 7, &len);
+    expect_manifest_refused(text, len, "expected only whitespace", NULL);
+    text = manifest_text("model.gguf", model, " \n\t\r\n", 5, &len);
+    expect_manifest_verifies(text, len);
+}
+
+Test(manifest, escaped_backslash_then_u0000_is_a_literal_name, .init = make_dir, .fini = remove_dir)
+{
+    /* JSON "a\\u0000": a backslash, then the six characters u0000. A file
+     * may be named so, and its manifest entry means exactly that name. */
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model\\u0000.gguf");
+    write_random(model, 5000, 5);
+    size_t len;
+    char *text = manifest_text("model\\\\u0000.gguf", model, "", 0, &len);
+    write_bytes(tpath("models/M.json"), text, len);
+    vt_manifest m;
+    vt_error err;
+    cr_assert_eq(vt_manifest_read(tpath("models/M.json"), &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(m.files[0].name, "model\\u0000.gguf");
+    vt_manifest_free(&m);
+    expect_manifest_verifies(text, len);
+}
+
 /* ---- runtime identity ---- */
 
 Test(runtime, identity_resolved_and_binary_hash_matches)
