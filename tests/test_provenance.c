@@ -786,10 +786,12 @@ static void record_hash(const void *data, size_t len, char *out)
     out[o] = '\0';
 }
 
-Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = remove_dir, .timeout = 600)
+enum { DEMO_MEMBERS = 5 };
+
+/* A small wheel with a "#!python" script in .data/scripts/, which
+ * installers rewrite to the real interpreter; its path. */
+static char *demo_wheel(void)
 {
-    /* A small wheel with a "#!python" script in .data/scripts/, which
-     * installers rewrite to the real interpreter. */
     zmember mem[] = {
         { "vtdemo/__init__.py", "VALUE = 42\n", 0 },
         { "vtdemo/data,with comma.txt", "RECORD quotes this name\n", 0 }, /* CSV quoting */
@@ -799,6 +801,7 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
           "Wheel-Version: 1.0\nGenerator: vt-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n", 0 },
     };
     enum { NM = sizeof mem / sizeof *mem };
+    _Static_assert((int)NM == (int)DEMO_MEMBERS, "DEMO_MEMBERS counts mem[]");
     char record[4096] = "";
     for (int i = 0; i < NM; i++) {
         mem[i].len = strlen(mem[i].data);
@@ -816,7 +819,13 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
     zip_add(w, "vtdemo-1.0.dist-info/RECORD", record, strlen(record), 0644);
     cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
     archive_write_free(w);
+    return whl;
+}
 
+Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = demo_wheel();
+    enum { NM = DEMO_MEMBERS };
     vt_package_report r;
     vt_error err;
     cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
@@ -860,6 +869,104 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
     vt_package_report_free(&r);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+/* The demo wheel installed by pip into site/: verified, no problem. */
+static char *installed_demo(void)
+{
+    char *whl = demo_wheel();
+    pip_install(whl, tpath("site"));
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+    return whl;
+}
+
+/* Verifies the installed demo; expects exactly one problem, holding a and b. */
+static void expect_one_installed_problem(const char *whl, const char *a, const char *b)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], a) && (!b || strstr(r.problems[0], b)), "%s", r.problems[0]);
+    cr_assert_null(strchr(r.problems[0], '\n'));
+    vt_package_report_free(&r);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' --installed '%s' >/dev/null 2>&1", VT_BIN, whl,
+             tpath("site"));
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+static void expect_installed_verifies(const char *whl)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+}
+
+Test(wheel, installed_tree_is_walked_at_any_depth, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    /* 200 directories down in the package: a file RECORD does not list. */
+    static char path[2048];
+    int n = snprintf(path, sizeof path, "%s", tpath("site/vtdemo"));
+    for (int i = 0; i < 200; i++) {
+        n += snprintf(path + n, sizeof path - (size_t)n, "/d");
+        cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+    }
+    snprintf(path + n, sizeof path - (size_t)n, "/evil.py");
+    write_text(path, "import os\n");
+    char want[1024] = "vtdemo";
+    for (int i = 0; i < 200; i++)
+        strcat(want, "/d");
+    strcat(want, "/evil.py: on disk in an installed package directory but not in the installed RECORD");
+    expect_one_installed_problem(whl, want, NULL);
+    cr_assert_eq(unlink(path), 0);
+    expect_installed_verifies(whl); /* the empty directories hold nothing unlisted */
+}
+
+Test(wheel, symbolic_links_in_the_installed_tree_are_refused, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    /* A link RECORD does not list, pointing out of the tree: reported, not followed. */
+    char *link = tpath("site/vtdemo/extra.py");
+    cr_assert_eq(symlink("/etc/hostname", link), 0);
+    expect_one_installed_problem(whl, "vtdemo/extra.py: a symbolic link", "not followed");
+    cr_assert_eq(unlink(link), 0);
+
+    /* A linked directory: reported once; what lies behind it is not walked. */
+    cr_assert_eq(mkdir(tpath("outside"), 0755), 0);
+    write_text(tpath("outside/hidden.py"), "import os\n");
+    char *dlink = tpath("site/vtdemo/sub");
+    cr_assert_eq(symlink(tpath("outside"), dlink), 0);
+    expect_one_installed_problem(whl, "vtdemo/sub: a symbolic link", NULL);
+    cr_assert_eq(unlink(dlink), 0);
+
+    /* A listed file replaced by a link to a copy of its very bytes. */
+    char *init = tpath("site/vtdemo/__init__.py");
+    copy_file(init, tpath("outside/__init__.py"));
+    cr_assert_eq(unlink(init), 0);
+    cr_assert_eq(symlink(tpath("outside/__init__.py"), init), 0);
+    expect_one_installed_problem(whl, "vtdemo/__init__.py: installed file reached through a symbolic link", NULL);
+    cr_assert_eq(unlink(init), 0);
+    copy_file(tpath("outside/__init__.py"), init);
+    expect_installed_verifies(whl);
+}
+
 /* ---- npm ---- */
 
 Test(npm, pinned_tarballs_verify_and_loaded_object_matches)
@@ -886,13 +993,6 @@ Test(npm, pinned_tarballs_verify_and_loaded_object_matches)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name '%s' --root '%s' --loaded '%s' >/dev/null",
              VT_BIN, BINS_TGZ, LOCK, BINS_NAME, BINS_ROOT, GGML_BASE);
-    cr_assert_eq(run(cmd), 0, "%s", cmd);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
     cr_assert_eq(run(cmd), 0, "%s", cmd);
 }
 
