@@ -576,9 +576,12 @@ static int is_listed(const walk *w, const char *rel)
     return bsearch(&rel, w->keys, (size_t)w->n_keys, sizeof *w->keys, cmp_str) != NULL;
 }
 
-/* One entry met by the walk that is not a directory (a bytecode cache
- * excepted). Links are never followed; one RECORD lists is reported by
- * check_installed. */
+/* One entry met by the walk that is not a directory. Every file must be
+ * listed: bytecode too. A .pyc is the compilation of its verified source,
+ * but that cannot be shown by hashes (marshal output is not reproducible
+ * across builds), and Python runs a .pyc whose header matches the source
+ * without reading the source: unlisted, it is unverified code. Links are
+ * never followed; one RECORD lists is reported by check_installed. */
 static void walk_entry(walk *w, const char *rel, const struct stat *st)
 {
     if (is_listed(w, rel))
@@ -586,7 +589,10 @@ static void walk_entry(walk *w, const char *rel, const struct stat *st)
     if (S_ISLNK(st->st_mode))
         vt_lines_addf(w->problems, "%s: a symbolic link in an installed package directory, not in the installed "
                       "RECORD: expected only the files RECORD lists (links are not followed)", rel);
-    else if (!(strstr(rel, "__pycache__/") && ends_with(rel, ".pyc")))
+    else if (ends_with(rel, ".pyc") || ends_with(rel, ".pyo"))
+        vt_lines_addf(w->problems, "%s: bytecode on disk in an installed package directory but not in the installed "
+                      "RECORD: expected every file listed (a .pyc cannot be verified from its source's hash)", rel);
+    else
         vt_lines_addf(w->problems, "%s: on disk in an installed package directory but not in the installed "
                       "RECORD", rel);
 }

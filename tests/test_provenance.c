@@ -939,6 +939,16 @@ Test(wheel, installed_tree_is_walked_at_any_depth, .init = make_dir, .fini = rem
     expect_installed_verifies(whl); /* the empty directories hold nothing unlisted */
 }
 
+Test(wheel, unlisted_bytecode_is_refused, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    char *pyc = tpath("site/vtdemo/__pycache__/x.cpython-311.pyc");
+    write_text(pyc, "not what any source compiles to");
+    expect_one_installed_problem(whl, "vtdemo/__pycache__/x.cpython-311.pyc: bytecode", "not in the installed RECORD");
+    cr_assert_eq(unlink(pyc), 0);
+    expect_installed_verifies(whl);
+}
+
 Test(wheel, symbolic_links_in_the_installed_tree_are_refused, .init = make_dir, .fini = remove_dir, .timeout = 600)
 {
     char *whl = installed_demo();
