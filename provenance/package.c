@@ -1027,9 +1027,29 @@ int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, v
         vt_package_report_free(out);
         return VT_EINPUT;
     }
+    /* The zip's own structure first: the member hashes below are what
+     * libarchive reads, and they vouch for every reader only when central
+     * directory, local headers and data agree (zip_check.c). */
+    vt_lines problems = { 0 }, notes = { 0 };
+    if (vt_prov_zip_check(wheel_path, &problems, err) != VT_OK) {
+        vt_prov_lines_free(problems.v, problems.n);
+        vt_package_report_free(out);
+        return VT_EINPUT;
+    }
+    if (problems.n || problems.oom) {
+        /* Readers would disagree on what the members hold: nothing read
+         * through one of them (libarchive) would prove anything. */
+        int rc = finish_report(out, &problems, &notes, err);
+        vt_prov_lines_free(problems.v, problems.n);
+        vt_prov_lines_free(notes.v, notes.n);
+        if (rc != VT_OK)
+            vt_package_report_free(out);
+        return rc;
+    }
     char *distinfo = NULL, *text = NULL;
     size_t len = 0;
     if (read_record(wheel_path, &distinfo, &text, &len, err) != VT_OK) {
+        vt_prov_lines_free(problems.v, problems.n);
         vt_package_report_free(out);
         return VT_EINPUT;
     }
@@ -1045,7 +1065,6 @@ int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, v
     rec_entry *rec = rc == VT_OK ? record_entries(rows, n_rows) : NULL;
     if (rc == VT_OK && !rec)
         rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", wheel_path);
-    vt_lines problems = { 0 }, notes = { 0 };
     member *m = NULL;
     int nm = 0;
     if (rc == VT_OK)

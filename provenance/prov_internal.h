@@ -91,6 +91,16 @@ typedef struct vt_record_row {
 int vt_record_parse(const char *text, size_t len, vt_record_row **rows, int *n_rows);
 void vt_record_free(vt_record_row *rows, int n);
 
+/* ---- zip structure (wheels; zip_check.c) ---- */
+/* Reads the zip at path as both a seeking and a streaming reader would (end
+ * records, ZIP64 too; every central header; each local header, data
+ * descriptor and the data itself, inflated and counted) and adds one
+ * problem line for each member whose central directory entry disagrees
+ * with its local header, descriptor or data, or whose bytes do not follow
+ * the previous member's. VT_EINPUT (err: file, offset, what was expected)
+ * when there is no readable central directory at all. */
+int vt_prov_zip_check(const char *path, vt_lines *problems, vt_error *err);
+
 /* Hash worker pool over n paths: each result independent (status[i] = 0 or errno). */
 void vt_prov_digest_paths(const char *const *paths, int n, int n_threads, vt_prov_digest *d, int *status);
 

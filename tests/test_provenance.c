@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
+#undef zlib_version /* provenance.h has a field of that name */
 
 /* scripts/bootstrap's output: VT_VOCAB_DIR is <deps>/llama.cpp/models. */
 #define DEPS VT_VOCAB_DIR "/../.."
@@ -975,6 +977,315 @@ Test(wheel, symbolic_links_in_the_installed_tree_are_refused, .init = make_dir, 
     cr_assert_eq(unlink(init), 0);
     copy_file(tpath("outside/__init__.py"), init);
     expect_installed_verifies(whl);
+}
+
+/* ---- wheel zip structure ---- */
+
+static unsigned char *slurp_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    cr_assert_geq(len, 0);
+    rewind(f);
+    unsigned char *p = malloc((size_t)len + 1);
+    cr_assert_eq(fread(p, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return p;
+}
+
+static uint32_t get32(const unsigned char *p) { return (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The offset of the central header of member `name` in zip bytes z. */
+static size_t central_header(const unsigned char *z, size_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i + 46 <= n; i++)
+        if (get32(z + i) == 0x02014b50 && (size_t)(z[i + 28] | z[i + 29] << 8) == nl && i + 46 + nl <= n &&
+            memcmp(z + i + 46, name, nl) == 0)
+            return i;
+    cr_assert_fail("no central header for %s", name);
+    return 0;
+}
+
+/* Verifies the wheel: exactly one problem line, holding a and b. */
+static void expect_one_wheel_problem(const char *whl, const char *a, const char *b)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], a) && (!b || strstr(r.problems[0], b)), "%s", r.problems[0]);
+    vt_package_report_free(&r);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, whl);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+static void expect_wheel_verifies(const char *whl, int members)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_eq(r.members_checked, members);
+    vt_package_report_free(&r);
+}
+
+Test(wheel, central_directory_misstating_a_size_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    /* libarchive writes this wheel with data descriptors after each member. */
+    char *whl = demo_wheel();
+    expect_wheel_verifies(whl, DEMO_MEMBERS);
+    size_t n;
+    unsigned char *orig = slurp_bytes(whl, &n);
+    size_t c = central_header(orig, n, "vtdemo/__init__.py");
+    static const struct { int at; const char *field; } f[] = {
+        { 24, "uncompressed size: central directory 12, local header 11, data descriptor 11, data 11: expected" },
+        { 20, "compressed size: central directory" },
+        { 16, "CRC-32: central directory" },
+    };
+    char *bad = tpath("bad-1.0-py3-none-any.whl");
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+        unsigned char *z = malloc(n);
+        memcpy(z, orig, n);
+        put32(z + c + f[k].at, get32(z + c + f[k].at) + 1);
+        write_bytes(bad, z, n);
+        free(z);
+        expect_one_wheel_problem(bad, "vtdemo/__init__.py: ", f[k].field);
+    }
+    /* The real pip wheel (Python's zipfile: sizes in the local headers). */
+    char pip[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", pip, sizeof pip);
+    free(orig);
+    orig = slurp_bytes(pip, &n);
+    c = central_header(orig, n, "pip/__init__.py");
+    put32(orig + c + 24, get32(orig + c + 24) - 1);
+    write_bytes(bad, orig, n);
+    expect_one_wheel_problem(bad, "pip/__init__.py: uncompressed size: central directory", "local header");
+    free(orig);
+}
+
+/* A zip written here byte by byte, like Python's zipfile (sizes in the
+ * local headers, no descriptors), with defects on request. */
+typedef struct zbuild {
+    unsigned char *p;
+    size_t n, cap;
+} zbuild;
+
+static void zb_put(zbuild *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        cr_assert_not_null(b->p);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void zb_16(zbuild *b, unsigned v) { unsigned char x[2] = { (unsigned char)v, (unsigned char)(v >> 8) }; zb_put(b, x, 2); }
+static void zb_32(zbuild *b, uint32_t v)
+{
+    unsigned char x[4];
+    put32(x, v);
+    zb_put(b, x, 4);
+}
+
+enum {
+    ZD_NONE, ZD_GAP, ZD_LOCAL_NAME, ZD_LOCAL_USIZE, ZD_METHOD12, ZD_ENCRYPTED, ZD_UPATH, ZD_STORED_CSIZE,
+    ZD_Z64_EXTRA, ZD_Z64_EXTRA_MISSING, /* member 0's central sizes and offset in a ZIP64 extra field (or not) */
+    ZD_APPENDED, ZD_DISK1, ZD_CDSIZE1, ZD_NTOTAL_PLUS, ZD_NTOTAL_MINUS, /* the end record */
+    ZD_ZIP64, ZD_ZIP64_DISAGREE, ZD_ZIP64_BADREC                        /* ZIP64 end records */
+};
+
+/* The wheel of mem[] (+ RECORD) into path, deflated but member 1 (stored);
+ * defects apply to member 0, ZD_STORED_CSIZE to member 1. */
+static void build_zip(const char *path, int defect)
+{
+    zmember mem[] = {
+        { "zd/__init__.py", "VALUE = 1\nVALUE = 1\nVALUE = 1\n", 0 },
+        { "zd/data.txt", "plain text", 0 },
+        { "zd-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zd\nVersion: 1.0\n", 0 },
+        { "zd-1.0.dist-info/RECORD", NULL, 0 },
+    };
+    enum { NM = sizeof mem / sizeof *mem };
+    static char record[1024];
+    record[0] = '\0';
+    for (int i = 0; i < NM - 1; i++) {
+        mem[i].len = strlen(mem[i].data);
+        char h[64];
+        record_hash(mem[i].data, mem[i].len, h);
+        snprintf(record + strlen(record), sizeof record - strlen(record), "%s,sha256=%s,%zu\n", mem[i].name, h,
+                 mem[i].len);
+    }
+    strcat(record, "zd-1.0.dist-info/RECORD,,\n");
+    mem[NM - 1].data = record;
+    mem[NM - 1].len = strlen(record);
+
+    zbuild b = { 0 }, cd = { 0 };
+    for (int i = 0; i < NM; i++) {
+        unsigned char comp[4096];
+        if (i == 1) { /* stored */
+            uint32_t len = (uint32_t)mem[i].len;
+            memcpy(comp, mem[i].data, len);
+            uint32_t crc = (uint32_t)crc32(0, comp, len);
+            uint32_t off = (uint32_t)b.n;
+            if (defect == ZD_GAP)
+                zb_put(&b, "hidden bytes....", 16), off += 16; /* room for what only a streaming reader would see */
+            size_t nl = strlen(mem[i].name);
+            zb_32(&b, 0x04034b50);
+            zb_16(&b, 10), zb_16(&b, 0), zb_16(&b, 0), zb_16(&b, 0), zb_16(&b, 0x21);
+            zb_32(&b, crc), zb_32(&b, len), zb_32(&b, len), zb_16(&b, (unsigned)nl), zb_16(&b, 0);
+            zb_put(&b, mem[i].name, nl);
+            zb_put(&b, comp, len);
+            zb_32(&cd, 0x02014b50);
+            zb_16(&cd, 0x031e), zb_16(&cd, 10), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0x21);
+            zb_32(&cd, crc), zb_32(&cd, len + (defect == ZD_STORED_CSIZE)), zb_32(&cd, len);
+            zb_16(&cd, (unsigned)nl), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0);
+            zb_32(&cd, 0644u << 16), zb_32(&cd, off);
+            zb_put(&cd, mem[i].name, nl);
+            continue;
+        }
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        cr_assert_eq(deflateInit2(&s, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        s.next_in = (unsigned char *)mem[i].data;
+        s.avail_in = (uInt)mem[i].len;
+        s.next_out = comp;
+        s.avail_out = sizeof comp;
+        cr_assert_eq(deflate(&s, Z_FINISH), Z_STREAM_END);
+        uint32_t csize = (uint32_t)s.total_out, usize = (uint32_t)mem[i].len;
+        deflateEnd(&s);
+        uint32_t crc = (uint32_t)crc32(0, (const unsigned char *)mem[i].data, (uInt)mem[i].len);
+        int d0 = i == 0 ? defect : ZD_NONE;
+        uint32_t off = (uint32_t)b.n;
+        unsigned flags = d0 == ZD_ENCRYPTED ? 1 : 0, method = d0 == ZD_METHOD12 ? 12 : 8;
+        size_t nl = strlen(mem[i].name);
+        char lname[128];
+        memcpy(lname, mem[i].name, nl);
+        if (d0 == ZD_LOCAL_NAME)
+            lname[0] = 'Z';
+        zb_32(&b, 0x04034b50);
+        zb_16(&b, 20), zb_16(&b, flags), zb_16(&b, method), zb_16(&b, 0), zb_16(&b, 0x21);
+        zb_32(&b, crc), zb_32(&b, csize), zb_32(&b, usize + (d0 == ZD_LOCAL_USIZE));
+        zb_16(&b, (unsigned)nl), zb_16(&b, 0);
+        zb_put(&b, lname, nl);
+        zb_put(&b, comp, csize);
+        const char *other = "zd/other.py";
+        int z64 = d0 == ZD_Z64_EXTRA || d0 == ZD_Z64_EXTRA_MISSING;
+        unsigned xlen = d0 == ZD_UPATH ? (unsigned)(4 + 5 + strlen(other)) : d0 == ZD_Z64_EXTRA ? 28 : 0;
+        zb_32(&cd, 0x02014b50);
+        zb_16(&cd, 0x031e), zb_16(&cd, 20), zb_16(&cd, flags), zb_16(&cd, method), zb_16(&cd, 0), zb_16(&cd, 0x21);
+        zb_32(&cd, crc), zb_32(&cd, z64 ? 0xffffffffu : csize), zb_32(&cd, z64 ? 0xffffffffu : usize);
+        zb_16(&cd, (unsigned)nl), zb_16(&cd, xlen), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0);
+        zb_32(&cd, 0644u << 16), zb_32(&cd, z64 ? 0xffffffffu : off);
+        zb_put(&cd, mem[i].name, nl);
+        if (d0 == ZD_Z64_EXTRA) { /* uncompressed size, compressed size, offset: in that order */
+            zb_16(&cd, 0x0001), zb_16(&cd, 24);
+            zb_32(&cd, usize), zb_32(&cd, 0), zb_32(&cd, csize), zb_32(&cd, 0), zb_32(&cd, off), zb_32(&cd, 0);
+        }
+        if (d0 == ZD_UPATH) { /* Info-ZIP Unicode Path: version, CRC-32 of the name, the other name */
+            zb_16(&cd, 0x7075), zb_16(&cd, xlen - 4);
+            zb_put(&cd, "\x01", 1);
+            zb_32(&cd, (uint32_t)crc32(0, (const unsigned char *)mem[i].name, (uInt)nl));
+            zb_put(&cd, other, strlen(other));
+        }
+    }
+    uint32_t cd_off = (uint32_t)b.n, cd_size = (uint32_t)cd.n;
+    zb_put(&b, cd.p, cd.n);
+    int z64 = defect == ZD_ZIP64 || defect == ZD_ZIP64_DISAGREE || defect == ZD_ZIP64_BADREC;
+    if (z64) { /* ZIP64 end record, then its locator */
+        uint32_t off64 = (uint32_t)b.n;
+        zb_32(&b, defect == ZD_ZIP64_BADREC ? 0x06064b51 : 0x06064b50);
+        zb_32(&b, 44), zb_32(&b, 0), zb_16(&b, 45), zb_16(&b, 45), zb_32(&b, 0), zb_32(&b, 0);
+        zb_32(&b, NM), zb_32(&b, 0), zb_32(&b, NM), zb_32(&b, 0);
+        zb_32(&b, cd_size), zb_32(&b, 0), zb_32(&b, cd_off), zb_32(&b, 0);
+        zb_32(&b, 0x07064b50), zb_32(&b, 0), zb_32(&b, off64), zb_32(&b, 0), zb_32(&b, 1);
+    }
+    unsigned n_end = defect == ZD_NTOTAL_PLUS ? NM + 1 : defect == ZD_NTOTAL_MINUS ? NM - 1 : NM;
+    if (defect == ZD_ZIP64 || defect == ZD_ZIP64_BADREC)
+        n_end = 0xffff;
+    if (defect == ZD_ZIP64_DISAGREE)
+        n_end = NM + 1; /* not saturated, yet not the ZIP64 record's count */
+    zb_32(&b, 0x06054b50);
+    zb_16(&b, defect == ZD_DISK1 ? 1 : 0), zb_16(&b, 0), zb_16(&b, n_end), zb_16(&b, n_end);
+    zb_32(&b, z64 ? 0xffffffffu : cd_size + (defect == ZD_CDSIZE1)), zb_32(&b, z64 ? 0xffffffffu : cd_off);
+    zb_16(&b, 0);
+    if (defect == ZD_APPENDED)
+        zb_put(&b, "appended", 8);
+    write_bytes(path, b.p, b.n);
+    free(b.p);
+    free(cd.p);
+}
+
+Test(wheel, zip_members_that_readers_would_see_differently_are_refused, .init = make_dir, .fini = remove_dir)
+{
+    char *whl = tpath("zd-1.0-py3-none-any.whl");
+    build_zip(whl, ZD_NONE);
+    expect_wheel_verifies(whl, 3);
+    static const struct { int defect; const char *a, *b; } cases[] = {
+        { ZD_GAP, "zd/data.txt: local header at offset", "expected each member to start where the previous one ends" },
+        { ZD_LOCAL_NAME, "zd/__init__.py: the local header names it 'Zd/__init__.py'", "central directory's name" },
+        { ZD_LOCAL_USIZE, "zd/__init__.py: uncompressed size: central directory 30, local header 31, data 30", NULL },
+        { ZD_METHOD12, "zd/__init__.py: compression method 12", "expected stored (0) or deflate (8)" },
+        { ZD_ENCRYPTED, "zd/__init__.py: encrypted", "expected a plain member" },
+        { ZD_UPATH, "zd/__init__.py: the central header's Unicode Path field names it 'zd/other.py'", "one name" },
+        { ZD_STORED_CSIZE, "zd/data.txt: compressed size: central directory 11, local header 10: expected", NULL },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        build_zip(whl, cases[k].defect);
+        vt_package_report r;
+        vt_error err;
+        cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+        dump(&r);
+        cr_assert_not(r.verified, "defect %d", cases[k].defect);
+        cr_assert_eq(r.n_problems, 1, "defect %d", cases[k].defect);
+        cr_assert(has_line(r.problems, r.n_problems, cases[k].a, cases[k].b), "defect %d: no '%s'",
+                  cases[k].defect, cases[k].a);
+        vt_package_report_free(&r);
+    }
+    /* ZIP64 end records and extra fields, well formed: verified. */
+    static const int fine[] = { ZD_ZIP64, ZD_Z64_EXTRA };
+    for (size_t k = 0; k < sizeof fine / sizeof *fine; k++) {
+        build_zip(whl, fine[k]);
+        expect_wheel_verifies(whl, 3);
+    }
+    build_zip(whl, ZD_Z64_EXTRA_MISSING);
+    expect_one_wheel_problem(whl, "zd/__init__.py: central header extra fields: expected well-formed fields", NULL);
+
+    /* No central directory every reader finds alike: bad input (exit 2). */
+    static const struct { int defect; const char *msg; } structure[] = {
+        { ZD_APPENDED, "expected a zip end of central directory record whose comment ends the file" },
+        { ZD_DISK1, "end record: expected a single-disk zip" },
+        { ZD_CDSIZE1, "expected it to end where the end records begin" },
+        { ZD_NTOTAL_PLUS, "central header 5 of 5: expected a complete central file header" },
+        { ZD_NTOTAL_MINUS, "bytes after the last of 3 central headers: expected the end records" },
+        { ZD_ZIP64_DISAGREE, "end record and ZIP64 end record disagree on the central directory" },
+        { ZD_ZIP64_BADREC, "ZIP64 end record: expected a single-disk ZIP64 end record right before its locator" },
+    };
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, whl);
+    for (size_t k = 0; k < sizeof structure / sizeof *structure; k++) {
+        build_zip(whl, structure[k].defect);
+        vt_package_report r;
+        vt_error err;
+        vt_error_clear(&err);
+        cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_EINPUT, "defect %d", structure[k].defect);
+        cr_assert(strstr(err.msg, "zd-1.0-py3-none-any.whl: offset ") && strstr(err.msg, structure[k].msg), "%s",
+                  err.msg);
+            cr_assert_eq(run(cmd), 2, "%s", cmd);
+    }
 }
 
 /* ---- npm ---- */
