@@ -1295,10 +1295,19 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
             rc = VT_EINPUT;
         struct archive_entry *ent;
         int r = ARCHIVE_EOF;
+        int k = 0;
         while (rc == VT_OK && next_header(a, &ent, &r)) {
             const char *mn = entry_name(ent);
-            if (!mn)
+            k++;
+            if (!mn) {
+                vt_lines_addf(&problems, "%s: member #%d: name not readable: expected a path", tarball_path, k);
                 continue;
+            }
+            /* npm strips the first component and writes the rest under the
+             * package directory: these would land outside it. */
+            if (unsafe_path(mn))
+                vt_lines_addf(&problems, "%s: member %s: an absolute path, a backslash or a '..' component: expected "
+                              "a relative path inside the package", tarball_path, mn);
             if (strcmp(mn, "package/package.json") == 0 && archive_entry_filetype(ent) == AE_IFREG) {
                 vt_sbuf b = { 0 };
                 vt_prov_digest d = { .md = { EVP_sha256() }, .n_md = 1 };

@@ -1,8 +1,10 @@
 /* provenance/: SHA-256 (vectors, against `openssl dgst`, serial = parallel =
  * pipelined), vt.manifest/1 (make, verify, tampering, strict reading),
  * runtime identity, wheel verification (the real pip wheel, a tampered
- * rebuild, a pip-installed copy, a rewritten script) and npm verification
- * (the pinned tarballs, a tampered loaded object, a wrong lock). */
+ * rebuild, a pip-installed copy, a rewritten script, unlisted files at any
+ * depth, bytecode, links, zips whose central directory disagrees with the
+ * rest) and npm verification (the pinned tarballs, a tampered loaded object,
+ * a wrong lock, members outside the package, a strict package.json). */
 #include <criterion/criterion.h>
 
 #include "provenance/provenance.h"
@@ -19,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 #undef zlib_version /* provenance.h has a field of that name */
 
@@ -1393,4 +1396,105 @@ Test(npm, wrong_integrity_or_bad_lock, .init = make_dir, .fini = remove_dir)
     snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name left-pad >/dev/null 2>&1", VT_BIN,
              BINS_TGZ, LOCK);
     cr_assert_eq(run(cmd), 2, "%s", cmd);
+}
+
+/* A gzip tarball of (name, data) members, and a lock pinning it as x@1.0.0. */
+static void npm_tarball(const char *tgz, const char *lock, const char *const *names, const char *const *data, int n)
+{
+    struct archive *w = archive_write_new();
+    cr_assert_eq(archive_write_set_format_pax_restricted(w), ARCHIVE_OK);
+    cr_assert_eq(archive_write_add_filter_gzip(w), ARCHIVE_OK);
+    cr_assert_eq(archive_write_open_filename(w, tgz), ARCHIVE_OK, "%s", archive_error_string(w));
+    for (int i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, names[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, (la_int64_t)strlen(data[i]));
+        cr_assert_eq(archive_write_header(w, e), ARCHIVE_OK, "%s: %s", names[i], archive_error_string(w));
+        cr_assert_eq(archive_write_data(w, data[i], strlen(data[i])), (la_ssize_t)strlen(data[i]));
+        archive_entry_free(e);
+    }
+    cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+    size_t len;
+    unsigned char *bytes = slurp_bytes(tgz, &len);
+    unsigned char md[64];
+    unsigned int mdl = 0;
+    cr_assert(EVP_Digest(bytes, len, md, &mdl, EVP_sha512(), NULL) && mdl == 64);
+    free(bytes);
+    unsigned char b64[96];
+    EVP_EncodeBlock(b64, md, 64);
+    char text[512];
+    snprintf(text, sizeof text, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"x\", \"version\": "
+             "\"1.0.0\", \"integrity\": \"sha512-%s\"}]}\n", (const char *)b64);
+    write_text(lock, text);
+}
+
+#define PJ "{\"name\": \"x\", \"version\": \"1.0.0\"}\n"
+
+Test(npm, members_outside_the_package_are_named, .init = make_dir, .fini = remove_dir)
+{
+    char *tgz = tpath("x-1.0.0.tgz"), *lock = tpath("lock.json");
+    vt_package_report r;
+    vt_error err;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name x >/dev/null 2>&1", VT_BIN, tgz,
+             lock);
+
+    const char *clean[] = { "package/package.json", "package/index.js", "package/lib/a..b.js" };
+    const char *data[] = { PJ, "module.exports = 1;\n", "'..' inside a name is fine\n", "x\n", "y\n" };
+    npm_tarball(tgz, lock, clean, data, 3);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+
+    const char *dotdot[] = { "package/package.json", "package/index.js", "package/../../evil.js",
+                             "../escape.js", "package/lib/.." };
+    npm_tarball(tgz, lock, dotdot, data, 5);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 3);
+    cr_assert(has_line(r.problems, r.n_problems, "x-1.0.0.tgz: member package/../../evil.js: ",
+                       "expected a relative path inside the package"));
+    cr_assert(has_line(r.problems, r.n_problems, "member ../escape.js: ", "'..' component"));
+    cr_assert(has_line(r.problems, r.n_problems, "member package/lib/..: ", "'..' component"));
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+
+    const char *absolute[] = { "package/package.json", "/etc/profile.d/evil.sh", "package/index.js" };
+    npm_tarball(tgz, lock, absolute, data, 3);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(has_line(r.problems, r.n_problems, "member /etc/profile.d/evil.sh: an absolute path", NULL));
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+Test(npm, package_json_is_read_strictly, .init = make_dir, .fini = remove_dir)
+{
+    /* cJSON alone reads the version "1.0.0\u0000-evil" as "1.0.0". */
+    char *tgz = tpath("x-1.0.0.tgz"), *lock = tpath("lock.json");
+    const char *names[] = { "package/package.json" };
+    const char *evil[] = { "{\"name\": \"x\", \"version\": \"1.0.0\\u0000-evil\"}\n" };
+    npm_tarball(tgz, lock, names, evil, 1);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "x-1.0.0.tgz: package/package.json: offset 31: field version: "
+                       "expected a string without a \\u0000 escape", NULL));
+    vt_package_report_free(&r);
+    const char *fine[] = { PJ };
+    npm_tarball(tgz, lock, names, fine, 1);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
 }
