@@ -663,7 +663,8 @@ static void walk_tree(walk *w, const char *top)
             else
                 nn++;
         }
-        qsort(names, nn, sizeof *names, cmp_str);
+        if (nn) /* names is NULL for an empty directory */
+            qsort(names, nn, sizeof *names, cmp_str);
         size_t first_dir = n; /* subdirectories pushed here, then reversed */
         for (size_t i = 0; i < nn && !oom; i++) {
             char *child = vt_prov_join(rel, names[i]);
