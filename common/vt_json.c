@@ -431,12 +431,13 @@ cJSON *vt_json_parse_fault(const char *text, size_t len, vt_json_fault *f)
     const char *end = NULL;
     doc = cJSON_ParseWithLengthOpts(sc->s, sc->n, &end, 0);
     if (!doc || end != sc->s + doc_end) {
-        /* The scanner accepted it: cJSON ran out of memory, or met one of its
-         * own limits (a number longer than 63 characters). */
+        /* The scanner accepted it, so cJSON ran out of memory, or (another
+         * cJSON build) reads the grammar otherwise: never use such a tree. */
         const char *at = doc ? end : cJSON_GetErrorPtr();
-        f->kind = VT_JSON_SYNTAX;
+        f->kind = doc ? VT_JSON_SYNTAX : VT_JSON_NOMEM;
         f->offset = at && at >= sc->s && at <= sc->s + sc->n ? (size_t)(at - sc->s) : 0;
-        f->expected = "JSON that cJSON reads as the scanner does (out of memory, or a number over 63 characters)";
+        f->expected = doc ? "a document cJSON ends where the scanner does"
+                          : "a document cJSON can build (out of memory?)";
         f->field[0] = '\0';
         cJSON_Delete(doc);
         doc = NULL;
