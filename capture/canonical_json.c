@@ -9,43 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-
-int vt_utf8_valid(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int len;
-        uint32_t cp, min;
-        if ((c & 0xe0) == 0xc0) {
-            len = 2, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            len = 3, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (n - i < (size_t)len)
-            return 0;
-        for (int k = 1; k < len; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += (size_t)len;
-    }
-    return 1;
-}
-
 static int exact_int(double v) { return v == floor(v) && fabs(v) < 9007199254740992.0; }
 
 void vt_canonical_number(double v, char *buf)

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "../common/vt_error.h"
+#include "../common/vt_utf8.h" /* vt_utf8_valid, for the readers that include this header */
 #include "../provenance/provenance.h"
 
 /* The canonical text of v (malloc'd, NUL-terminated, *len without the NUL).
@@ -44,8 +45,5 @@ int vt_canonical_seal(cJSON *doc, vt_sha256_hex *seal, char **text, size_t *len,
 /* The canonical text of a finite number (buf: at least 32 bytes). */
 void vt_canonical_number(double v, char *buf);
 
-/* Whether s[0..n) is well-formed UTF-8 (no overlong forms, no surrogates,
- * nothing above U+10FFFF). */
-int vt_utf8_valid(const char *s, size_t n);
 
 #endif

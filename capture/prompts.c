@@ -3,6 +3,8 @@
 
 #include "canonical_json.h"
 
+#include "../common/vt_json.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -72,23 +74,28 @@ static int only_space(const char *s, size_t n)
     return 1;
 }
 
-/* One line's object -> p. Messages name path, line and field. */
+/* One line's object -> p. Messages name path, line and field; the line is
+ * read as strict JSON (common/vt_json.h): a \u0000 in an id or a text
+ * would otherwise cut it short unseen. */
 static int parse_line(const char *path, long line, const char *s, size_t n, vt_tokenizer *tok,
                       const vt_prompt_set *done, vt_prompt *p, vt_error *err)
 {
-    const char *end = NULL;
-    cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+    vt_json_fault f;
+    cJSON *o = vt_json_parse_fault(s, n, &f);
     if (!o) {
-        const char *at = cJSON_GetErrorPtr();
-        long col = at && at >= s && at <= s + n ? (long)(at - s) + 1 : 1;
-        return vt_error_set(err, VT_EINPUT, "%s: line %ld: column %ld: expected a JSON object", path, line, col);
+        if (f.kind == VT_JSON_SYNTAX) /* the line's end is told at its last column */
+            return vt_error_set(err, VT_EINPUT, "%s: line %ld: column %zu: expected a JSON object", path, line,
+                                (f.offset < n || n == 0 ? f.offset : n - 1) + 1);
+        if (f.kind == VT_JSON_TRAILING)
+            return vt_error_set(err, VT_EINPUT, "%s: line %ld: column %zu: expected one JSON object on the line",
+                                path, line, f.doc_end + 1);
+        if (f.field[0])
+            return vt_error_set(err, VT_EINPUT, "%s: line %ld: field %s: expected %s", path, line, f.field,
+                                f.expected);
+        return vt_error_set(err, VT_EINPUT, "%s: line %ld: column %zu: expected %s", path, line, f.offset + 1,
+                            f.expected);
     }
     int rc = VT_OK;
-    if (!only_space(end, n - (size_t)(end - s))) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: line %ld: column %ld: expected one JSON object on the line", path,
-                          line, (long)(end - s) + 1);
-        goto out;
-    }
     if (!cJSON_IsObject(o)) {
         rc = vt_error_set(err, VT_EINPUT, "%s: line %ld: expected a JSON object {id, text} or {id, tokens}", path,
                           line);
@@ -201,10 +208,6 @@ int vt_prompts_read(const char *path, vt_tokenizer *tok, vt_prompt_set *out, vt_
         size_t n = nl ? (size_t)(nl - s) : size - pos;
         pos += n + (nl != NULL);
         line++;
-        if (memchr(s, '\0', n)) {
-            rc = vt_error_set(err, VT_EINPUT, "%s: line %ld: a NUL byte: expected JSON text", path, line);
-            break;
-        }
         if (only_space(s, n))
             continue;
         if (out->n == cap) {

@@ -12,6 +12,8 @@
  * manifest has exactly one form and one sha256. */
 #include "seal_internal.h"
 
+#include "../common/vt_json.h"
+
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -356,9 +358,9 @@ int vt_seal_manifest_parse(const char *text, size_t len, const char *what, uint6
                            vt_seal_manifest *out, vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = vt_json_parse(text, len, what, err);
     if (!root)
-        return vt_error_set(err, VT_EINPUT, "%s: not valid JSON", what);
+        return VT_EINPUT;
     int rc = VT_OK;
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
     const cJSON *members = cJSON_GetObjectItemCaseSensitive(root, "members");

@@ -18,6 +18,7 @@
  * and sealing it again gives the same archive. */
 #include "seal_internal.h"
 
+#include "../common/vt_json.h"
 #include "../common/vt_publish.h"
 #include "../provenance/provenance.h"
 
@@ -102,10 +103,10 @@ static int load_seal(seal_doc *d, vt_error *err)
     int rc = read_small(d->path, 1 << 20, &text, &len, NULL, err);
     if (rc)
         return rc;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = vt_json_parse(text, len, d->path, err);
     free(text);
     if (!root)
-        return vt_error_set(err, VT_EINPUT, "%s: not valid JSON", d->path);
+        return VT_EINPUT;
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "archive");
     const cJSON *ma = cJSON_GetObjectItemCaseSensitive(root, "manifest");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(ar, "size");
@@ -142,10 +143,10 @@ static int check_attestation(const char *archive, vt_seal_info *info, vt_error *
     vt_error e2;
     if (read_small(path, 1 << 20, &text, &len, &missing, &e2))
         return missing ? VT_OK : (*err = e2, err->code);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
-        return vt_error_set(err, VT_EINPUT, "%s: not valid JSON", path);
+        return VT_EINPUT;
     int rc = VT_OK;
     const char *type = json_str(root, "_type"), *ptype = json_str(root, "predicateType");
     const cJSON *subject = cJSON_GetObjectItemCaseSensitive(root, "subject");

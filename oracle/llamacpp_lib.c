@@ -11,6 +11,8 @@
  * against this CPU and loads the best one. */
 #include "llamacpp_lib.h"
 
+#include "../common/vt_json.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -66,9 +68,9 @@ static int find_libllama(const char *libdir, char *path, size_t cap)
     return found;
 }
 
-/* Small text file into buf (NUL-terminated, trailing newline dropped); 0 if
- * it cannot be read. */
-static int read_small(const char *path, char *buf, size_t cap)
+/* Small text file into buf (NUL-terminated, trailing newline dropped); its
+ * length, 0 if it cannot be read. */
+static size_t read_small(const char *path, char *buf, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -78,7 +80,7 @@ static int read_small(const char *path, char *buf, size_t cap)
     buf[n] = '\0';
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
         buf[--n] = '\0';
-    return n > 0;
+    return n;
 }
 
 /* "node-llama-cpp 3.22.1, llama.cpp <rev>, libllama <llama_version()>".
@@ -91,8 +93,11 @@ static void describe_version(vt_llamacpp_lib *L, const char *lib_version)
     char pkg[64] = "unknown", rev[64] = "unknown";
     char *json = malloc(1 << 16);
     snprintf(path, sizeof path, "%s/../../../node-llama-cpp/package.json", L->libdir);
-    if (json && read_small(path, json, 1 << 16)) {
-        cJSON *root = cJSON_Parse(json);
+    size_t json_len = json ? read_small(path, json, 1 << 16) : 0;
+    if (json_len) {
+        /* Strict: a version "3.22.1\u0000x" must not read as 3.22.1. A file
+         * refused here leaves the version "unknown", as a missing one does. */
+        cJSON *root = vt_json_parse(json, json_len, path, NULL);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
         if (cJSON_IsString(v))
             snprintf(pkg, sizeof pkg, "%s", v->valuestring);

@@ -3,6 +3,8 @@
  * manifest that silently drops a field would verify less than it claims. */
 #include "prov_internal.h"
 
+#include "../common/vt_json.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -251,7 +253,7 @@ int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err)
     int e = vt_prov_read_file(path, MANIFEST_MAX_BYTES, &text, &len);
     if (e)
         return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));
-    cJSON *root = vt_prov_json_parse(text, len, path, err);
+    cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
         return VT_EINPUT;

@@ -5,6 +5,7 @@
  * loaded from the unpacked package against the tarball members. */
 #include "prov_internal.h"
 
+#include "../common/vt_json.h"
 #include "../common/vt_parse.h"
 
 #include <archive.h>
@@ -12,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +24,7 @@
 enum {
     RECORD_MAX_BYTES = 64 << 20,  /* a RECORD larger than this is not a wheel's */
     KEEP_MAX_BYTES = 16 << 20,    /* member bodies kept for script comparison */
-    ARCHIVE_BLOCK = 1 << 20,
-    WALK_MAX_DEPTH = 64
+    ARCHIVE_BLOCK = 1 << 20
 };
 
 void vt_package_report_free(vt_package_report *r)
@@ -564,46 +565,167 @@ static int cmp_str(const void *a, const void *b)
 
 typedef struct walk {
     const char *root;       /* installed_dir */
+    int root_fd;            /* open on it: the walk resolves names from here */
     const char **keys;      /* installed RECORD paths, sorted */
     int n_keys;
     vt_lines *problems;
 } walk;
 
-/* Files on disk under a package directory that the installed RECORD does
- * not list: something was added after install (a bytecode cache excepted). */
-static void walk_dir(walk *w, const char *rel, int depth)
+static int is_listed(const walk *w, const char *rel)
 {
-    char *dir = vt_prov_join(w->root, rel);
-    DIR *d = dir ? opendir(dir) : NULL;
-    free(dir);
-    if (!d)
+    return bsearch(&rel, w->keys, (size_t)w->n_keys, sizeof *w->keys, cmp_str) != NULL;
+}
+
+/* One entry met by the walk that is not a directory. Every file must be
+ * listed: bytecode too. A .pyc is the compilation of its verified source,
+ * but that cannot be shown by hashes (marshal output is not reproducible
+ * across builds), and Python runs a .pyc whose header matches the source
+ * without reading the source: unlisted, it is unverified code. Links are
+ * never followed; one RECORD lists is reported by check_installed. */
+static void walk_entry(walk *w, const char *rel, const struct stat *st)
+{
+    if (is_listed(w, rel))
         return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char *child = vt_prov_join(rel, de->d_name);
-        if (!child)
-            continue;
-        char *full = vt_prov_join(w->root, child);
-        struct stat st;
-        if (full && lstat(full, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) {
-                if (depth < WALK_MAX_DEPTH)
-                    walk_dir(w, child, depth + 1);
-            } else {
-                const char *key = child;
-                int listed = bsearch(&key, w->keys, (size_t)w->n_keys, sizeof *w->keys, cmp_str) != NULL;
-                int runtime_pyc = strstr(child, "__pycache__/") && ends_with(child, ".pyc");
-                if (!listed && !runtime_pyc)
-                    vt_lines_addf(w->problems, "%s: on disk in an installed package directory but not in the "
-                                  "installed RECORD", child);
-            }
-        }
-        free(full);
-        free(child);
+    if (S_ISLNK(st->st_mode))
+        vt_lines_addf(w->problems, "%s: a symbolic link in an installed package directory, not in the installed "
+                      "RECORD: expected only the files RECORD lists (links are not followed)", rel);
+    else if (ends_with(rel, ".pyc") || ends_with(rel, ".pyo"))
+        vt_lines_addf(w->problems, "%s: bytecode on disk in an installed package directory but not in the installed "
+                      "RECORD: expected every file listed (a .pyc cannot be verified from its source's hash)", rel);
+    else
+        vt_lines_addf(w->problems, "%s: on disk in an installed package directory but not in the installed "
+                      "RECORD", rel);
+}
+
+/* Files on disk under the package directory top that the installed RECORD
+ * does not list: something was added after install. Depth-first with an
+ * explicit stack of relative paths (no depth limit, no recursion); entries
+ * of a directory in name order, so reports come in a stable order. A
+ * directory that cannot be read is reported, never skipped. */
+static void walk_tree(walk *w, const char *top)
+{
+    struct stat st;
+    if (fstatat(w->root_fd, top, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        vt_lines_addf(w->problems, "%s: installed package directory unreadable: %s", top, strerror(errno));
+        return;
     }
-    closedir(d);
+    if (!S_ISDIR(st.st_mode)) {
+        vt_lines_addf(w->problems, "%s: %s where the installed package directory should be: expected a directory "
+                      "(links are not followed)", top, S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+        return;
+    }
+    char **stack = NULL;
+    size_t n = 0, cap = 0;
+    char *first = vt_prov_strdup(top);
+    if (!first) {
+        vt_lines_addf(w->problems, "%s: out of memory walking the installed tree", top);
+        return;
+    }
+    stack = malloc(sizeof *stack * 16);
+    if (!stack) {
+        free(first);
+        vt_lines_addf(w->problems, "%s: out of memory walking the installed tree", top);
+        return;
+    }
+    cap = 16;
+    stack[n++] = first;
+    while (n) {
+        char *rel = stack[--n];
+        int fd = openat(w->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            vt_lines_addf(w->problems, "%s: directory in the installed tree unreadable: %s: expected every file "
+                          "under it checked", rel, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            free(rel);
+            continue;
+        }
+        char **names = NULL;
+        size_t nn = 0, ncap = 0;
+        int oom = 0;
+        struct dirent *de;
+        while (!oom && (de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            if (nn == ncap) {
+                size_t nc = ncap ? ncap * 2 : 64;
+                char **nv = realloc(names, sizeof *nv * nc);
+                if (!nv) {
+                    oom = 1;
+                    break;
+                }
+                names = nv;
+                ncap = nc;
+            }
+            if (!(names[nn] = vt_prov_strdup(de->d_name)))
+                oom = 1;
+            else
+                nn++;
+        }
+        if (nn) /* names is NULL for an empty directory */
+            qsort(names, nn, sizeof *names, cmp_str);
+        size_t first_dir = n; /* subdirectories pushed here, then reversed */
+        for (size_t i = 0; i < nn && !oom; i++) {
+            char *child = vt_prov_join(rel, names[i]);
+            if (!child) {
+                oom = 1;
+                break;
+            }
+            if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                vt_lines_addf(w->problems, "%s: in the installed tree but unreadable: %s", child, strerror(errno));
+                free(child);
+                continue;
+            }
+            if (!S_ISDIR(st.st_mode)) {
+                walk_entry(w, child, &st);
+                free(child);
+                continue;
+            }
+            if (n == cap) {
+                char **ns = realloc(stack, sizeof *ns * cap * 2);
+                if (!ns) {
+                    free(child);
+                    oom = 1;
+                    break;
+                }
+                stack = ns;
+                cap *= 2;
+            }
+            stack[n++] = child;
+        }
+        for (size_t i = first_dir, j = n; i + 1 < j; i++, j--) { /* name order when popped */
+            char *t = stack[i];
+            stack[i] = stack[j - 1];
+            stack[j - 1] = t;
+        }
+        if (oom)
+            vt_lines_addf(w->problems, "%s: out of memory walking the installed tree: not every file checked", rel);
+        for (size_t i = 0; i < nn; i++)
+            free(names[i]);
+        free(names);
+        closedir(d);
+        free(rel);
+    }
+    free(stack);
+}
+
+/* Whether the installed file at path is a symbolic link, or (key given:
+ * path is rootreal/key) lies under one. A link is nothing a wheel installs
+ * (zip members are files); its bytes live elsewhere and can change while
+ * the tree does not. */
+static int reached_by_link(const char *path, const char *rootreal, const char *key)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return 1;
+    char real[PATH_MAX];
+    if (!key || !rootreal || !realpath(path, real))
+        return 0; /* a missing file is reported when it is hashed */
+    size_t rl = strlen(rootreal);
+    if (rl == 1) /* the root is "/" */
+        rl = 0;
+    return strncmp(real, rootreal, rl) != 0 || real[rl] != '/' || strcmp(real + rl + 1, key) != 0;
 }
 
 enum { MAP_NONE, MAP_FILE, MAP_SCRIPT, MAP_GENERATED, MAP_INSTALLER };
@@ -651,6 +773,9 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
         free(ep);
     }
     const char *ep_text = ep_i >= 0 ? m[ep_i].body : NULL;
+    char rootreal[PATH_MAX];
+    if (!realpath(dir, rootreal))
+        rootreal[0] = '\0';
     int n_keys = 0, n_meta = 0, n_bytecode = 0;
 
     for (int i = 0; i < n_rows; i++) {
@@ -728,6 +853,14 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
         }
         if (!path) {
             vt_lines_addf(problems, "%s: out of memory", r->path);
+            continue;
+        }
+        if (reached_by_link(path, rootreal[0] ? rootreal : NULL, escaped ? NULL : key)) {
+            vt_lines_addf(problems, "%s: installed file reached through a symbolic link: expected a regular file at "
+                          "that path (wheels install no links; links are not followed)", r->path);
+            if (mi >= 0)
+                m[mi].installed = 1;
+            free(path);
             continue;
         }
         vt_prov_digest d = { .n_md = 0 };
@@ -839,7 +972,10 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
      * package (an __init__.py it installed). Namespace directories may be
      * shared with other distributions and are not walked. */
     qsort(keys, (size_t)n_keys, sizeof *keys, cmp_str);
-    walk w = { dir, keys, n_keys, problems };
+    int root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        vt_lines_addf(problems, "%s: installed directory unreadable: %s", dir, strerror(errno));
+    walk w = { dir, root_fd, keys, n_keys, problems };
     int n_top = 0;
     for (int i = 0; i < n_keys; i++) {
         const char *slash = strchr(keys[i], '/');
@@ -866,8 +1002,11 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
             continue;
         }
         key_store[n_top++] = top;
-        walk_dir(&w, top, 0);
+        if (root_fd >= 0)
+            walk_tree(&w, top);
     }
+    if (root_fd >= 0)
+        close(root_fd);
 
 done:
     for (int i = 0; key_store && key_store[i]; i++)
@@ -889,9 +1028,29 @@ int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, v
         vt_package_report_free(out);
         return VT_EINPUT;
     }
+    /* The zip's own structure first: the member hashes below are what
+     * libarchive reads, and they vouch for every reader only when central
+     * directory, local headers and data agree (zip_check.c). */
+    vt_lines problems = { 0 }, notes = { 0 };
+    if (vt_prov_zip_check(wheel_path, &problems, err) != VT_OK) {
+        vt_prov_lines_free(problems.v, problems.n);
+        vt_package_report_free(out);
+        return VT_EINPUT;
+    }
+    if (problems.n || problems.oom) {
+        /* Readers would disagree on what the members hold: nothing read
+         * through one of them (libarchive) would prove anything. */
+        int rc = finish_report(out, &problems, &notes, err);
+        vt_prov_lines_free(problems.v, problems.n);
+        vt_prov_lines_free(notes.v, notes.n);
+        if (rc != VT_OK)
+            vt_package_report_free(out);
+        return rc;
+    }
     char *distinfo = NULL, *text = NULL;
     size_t len = 0;
     if (read_record(wheel_path, &distinfo, &text, &len, err) != VT_OK) {
+        vt_prov_lines_free(problems.v, problems.n);
         vt_package_report_free(out);
         return VT_EINPUT;
     }
@@ -907,7 +1066,6 @@ int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, v
     rec_entry *rec = rc == VT_OK ? record_entries(rows, n_rows) : NULL;
     if (rc == VT_OK && !rec)
         rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", wheel_path);
-    vt_lines problems = { 0 }, notes = { 0 };
     member *m = NULL;
     int nm = 0;
     if (rc == VT_OK)
@@ -952,7 +1110,7 @@ static int read_lock(const char *path, cJSON **root_out, lock_pkg **pkgs_out, in
     int e = vt_prov_read_file(path, RECORD_MAX_BYTES, &text, &len);
     if (e)
         return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));
-    cJSON *root = vt_prov_json_parse(text, len, path, err);
+    cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
         return VT_EINPUT;
@@ -1075,6 +1233,7 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
     char rootreal[PATH_MAX];
     loaded_obj *lo = NULL;
     char *pj = NULL;
+    size_t pj_len = 0;
 
     /* The tarball: sha256 (report) and sha512 (integrity) in one read. */
     vt_prov_digest td = { .md = { EVP_sha256(), EVP_sha512() }, .n_md = 2 };
@@ -1137,16 +1296,26 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
             rc = VT_EINPUT;
         struct archive_entry *ent;
         int r = ARCHIVE_EOF;
+        int k = 0;
         while (rc == VT_OK && next_header(a, &ent, &r)) {
             const char *mn = entry_name(ent);
-            if (!mn)
+            k++;
+            if (!mn) {
+                vt_lines_addf(&problems, "%s: member #%d: name not readable: expected a path", tarball_path, k);
                 continue;
+            }
+            /* npm strips the first component and writes the rest under the
+             * package directory: these would land outside it. */
+            if (unsafe_path(mn))
+                vt_lines_addf(&problems, "%s: member %s: an absolute path, a backslash or a '..' component: expected "
+                              "a relative path inside the package", tarball_path, mn);
             if (strcmp(mn, "package/package.json") == 0 && archive_entry_filetype(ent) == AE_IFREG) {
                 vt_sbuf b = { 0 };
                 vt_prov_digest d = { .md = { EVP_sha256() }, .n_md = 1 };
                 int serr = 0;
                 if (hash_member(a, &d, &b, &serr) == ARCHIVE_OK && !serr && !b.oom) {
                     free(pj);
+                    pj_len = b.n;
                     pj = vt_sbuf_take(&b);
                 } else {
                     free(b.p);
@@ -1197,11 +1366,16 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
     const lock_pkg *chosen = NULL;
     if (rc == VT_OK) {
         const char *pj_name = NULL, *pj_version = NULL;
-        cJSON *pjj = pj ? cJSON_Parse(pj) : NULL;
+        vt_sbuf where = { 0 };
+        vt_sbuf_printf(&where, "%s: package/package.json", tarball_path);
+        vt_error perr;
+        vt_error_clear(&perr);
+        cJSON *pjj = pj ? vt_json_parse(pj, pj_len, where.p ? where.p : "package/package.json", &perr) : NULL;
+        free(where.p);
         if (!pj)
             vt_lines_addf(&problems, "%s: no package/package.json member", tarball_path);
         else if (!pjj)
-            vt_lines_addf(&problems, "%s: package/package.json: expected valid JSON", tarball_path);
+            vt_lines_addf(&problems, "%s", perr.msg);
         if (pjj) {
             cJSON *jn = cJSON_GetObjectItemCaseSensitive(pjj, "name");
             cJSON *jv = cJSON_GetObjectItemCaseSensitive(pjj, "version");

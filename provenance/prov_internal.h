@@ -1,5 +1,6 @@
 /* Shared internals of provenance/: multi-digest file hashing, hex/base64,
- * growable strings and line lists, strict JSON field access, RECORD CSV.
+ * growable strings and line lists, strict JSON field access (parsing is
+ * common/vt_json.h), RECORD CSV.
  * Not part of the public API. */
 #ifndef VT_PROV_INTERNAL_H
 #define VT_PROV_INTERNAL_H
@@ -75,8 +76,6 @@ int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len);
  * or present twice. where names the object for the message ("F: packages[2]"). */
 struct cJSON *vt_prov_json_field(const struct cJSON *obj, const char *key, const char *file, const char *where,
                                  vt_error *err);
-/* Parses text as one JSON document; VT_EINPUT naming file and offset. */
-struct cJSON *vt_prov_json_parse(const char *text, size_t len, const char *file, vt_error *err);
 
 /* ---- RECORD (PEP 376 CSV: path,hash,size) ---- */
 typedef struct vt_record_row {
@@ -91,6 +90,16 @@ typedef struct vt_record_row {
  * (with *rows freed). -1 on out of memory. */
 int vt_record_parse(const char *text, size_t len, vt_record_row **rows, int *n_rows);
 void vt_record_free(vt_record_row *rows, int n);
+
+/* ---- zip structure (wheels; zip_check.c) ---- */
+/* Reads the zip at path as both a seeking and a streaming reader would (end
+ * records, ZIP64 too; every central header; each local header, data
+ * descriptor and the data itself, inflated and counted) and adds one
+ * problem line for each member whose central directory entry disagrees
+ * with its local header, descriptor or data, or whose bytes do not follow
+ * the previous member's. VT_EINPUT (err: file, offset, what was expected)
+ * when there is no readable central directory at all. */
+int vt_prov_zip_check(const char *path, vt_lines *problems, vt_error *err);
 
 /* Hash worker pool over n paths: each result independent (status[i] = 0 or errno). */
 void vt_prov_digest_paths(const char *const *paths, int n, int n_threads, vt_prov_digest *d, int *status);

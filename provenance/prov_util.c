@@ -147,22 +147,7 @@ int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len)
     return 0;
 }
 
-/* ---- strict JSON ---- */
-
-cJSON *vt_prov_json_parse(const char *text, size_t len, const char *file, vt_error *err)
-{
-    const char *end = NULL;
-    if (strlen(text) != len) {
-        vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected JSON text (found a NUL byte)", file, strlen(text));
-        return NULL;
-    }
-    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
-    if (!j) {
-        size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        vt_error_set(err, VT_EINPUT, "%s: offset %zu: expected valid JSON", file, off);
-    }
-    return j;
-}
+/* ---- strict JSON field access (parsing: common/vt_json.h) ---- */
 
 cJSON *vt_prov_json_field(const cJSON *obj, const char *key, const char *file, const char *where, vt_error *err)
 {

@@ -118,11 +118,15 @@ typedef struct vt_package_report {
     int n_notes;
 } vt_package_report;
 
-/* Wheel: every RECORD entry's hash and size against the archive member
- * (entries without a hash: RECORD itself and signatures, as the wheel spec
- * allows); with installed_dir (may be NULL), the installed files against
- * RECORD too (scripts rewritten on install reported as such, not as
- * tampering, where the wheel spec says installers rewrite them).
+/* Wheel: first the zip's structure (central directory, local headers,
+ * descriptors and data agree; provenance/README.md), then every RECORD
+ * entry's hash and size against the archive member (entries without a
+ * hash: RECORD itself and signatures, as the wheel spec allows); with
+ * installed_dir (may be NULL), the installed files against RECORD too
+ * (scripts rewritten on install reported as such, not as tampering, where
+ * the wheel spec says installers rewrite them), and every file in the
+ * package directories, at any depth, listed (.pyc included; links are
+ * reported, never followed).
  * VT_OK when it ran (see report->verified), VT_EINPUT for an unreadable or
  * malformed wheel. */
 int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, vt_package_report *out,
@@ -131,7 +135,8 @@ int vt_package_verify_wheel(const char *wheel_path, const char *installed_dir, v
 /* npm tarball: its sha512 integrity against the lock file entry for
  * name@version, and each of the loaded shared objects (paths of files that
  * came from the unpacked package) byte-compared with the tarball member it
- * came from (member = "package/" + path relative to pkg_root). */
+ * came from (member = "package/" + path relative to pkg_root). Members named
+ * with an absolute path, a backslash or a '..' component are problems. */
 int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const char *name,
                           const char *pkg_root, const char *const *loaded_paths, int n_loaded,
                           vt_package_report *out, vt_error *err);

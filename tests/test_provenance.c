@@ -1,8 +1,10 @@
 /* provenance/: SHA-256 (vectors, against `openssl dgst`, serial = parallel =
  * pipelined), vt.manifest/1 (make, verify, tampering, strict reading),
  * runtime identity, wheel verification (the real pip wheel, a tampered
- * rebuild, a pip-installed copy, a rewritten script) and npm verification
- * (the pinned tarballs, a tampered loaded object, a wrong lock). */
+ * rebuild, a pip-installed copy, a rewritten script, unlisted files at any
+ * depth, bytecode, links, zips whose central directory disagrees with the
+ * rest) and npm verification (the pinned tarballs, a tampered loaded object,
+ * a wrong lock, members outside the package, a strict package.json). */
 #include <criterion/criterion.h>
 
 #include "provenance/provenance.h"
@@ -19,6 +21,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+#undef zlib_version /* provenance.h has a field of that name */
 
 /* scripts/bootstrap's output: VT_VOCAB_DIR is <deps>/llama.cpp/models. */
 #define DEPS VT_VOCAB_DIR "/../.."
@@ -394,6 +399,127 @@ Test(manifest, malformed_is_einput_naming_the_field, .init = make_dir, .fini = r
     cr_assert(strstr(err.msg, "nope.json"), "%s", err.msg);
 }
 
+/* ---- strict JSON in manifests (common/vt_json.h) ---- */
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* A manifest of one file named `name` (JSON-escaped as given) in models/,
+ * holding that file's real size and sha256; `tail` (n_tail bytes) follows. */
+static char *manifest_text(const char *name_json, const char *file, const char *tail, size_t n_tail, size_t *len)
+{
+    vt_sha256_hex h;
+    uint64_t size;
+    vt_error err;
+    cr_assert_eq(vt_sha256_file(file, &h, &size, &err), VT_OK, "%s", err.msg);
+    static char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"schema\": \"vt.manifest/1\", \"files\": [{\"name\": \"%s\", \"size\": %llu, \"sha256\": "
+                     "\"%s\"}]}\n",
+                     name_json, (unsigned long long)size, h.hex);
+    cr_assert(n > 0 && (size_t)n + n_tail < sizeof buf);
+    memcpy(buf + n, tail, n_tail);
+    *len = (size_t)n + n_tail;
+    return buf;
+}
+
+/* `vt provenance manifest verify M`: its exit code; stderr's text in *msg. */
+static int verify_cli(const char *manifest, char *msg, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance manifest verify '%s' >/dev/null 2>'%s'", VT_BIN, manifest,
+             tpath("stderr.txt"));
+    int rc = run(cmd);
+    FILE *f = fopen(tpath("stderr.txt"), "rb");
+    cr_assert_not_null(f);
+    size_t n = fread(msg, 1, cap - 1, f);
+    fclose(f);
+    msg[n] = '\0';
+    return rc;
+}
+
+/* Refused: exit 2 and one line naming the manifest and each needle. */
+static void expect_manifest_refused(const char *text, size_t len, const char *n1, const char *n2)
+{
+    char *mp = tpath("models/M.json");
+    write_bytes(mp, text, len);
+    vt_manifest m;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_manifest_read(mp, &m, &err), VT_EINPUT, "accepted: %.*s", (int)len, text);
+    cr_assert(strstr(err.msg, "M.json: offset ") && strstr(err.msg, n1) && (!n2 || strstr(err.msg, n2)), "%s",
+              err.msg);
+    char msg[2048];
+    cr_assert_eq(verify_cli(mp, msg, sizeof msg), 2, "%s", msg);
+    cr_assert(strstr(msg, "M.json: offset ") && strstr(msg, n1), "%s", msg);
+    cr_assert(strchr(msg, '\n') == msg + strlen(msg) - 1, "not one line: %s", msg);
+}
+
+static void expect_manifest_verifies(const char *text, size_t len)
+{
+    char *mp = tpath("models/M.json");
+    write_bytes(mp, text, len);
+    char msg[2048];
+    cr_assert_eq(verify_cli(mp, msg, sizeof msg), 0, "%.*s: %s", (int)len, text, msg);
+}
+
+Test(manifest, nul_escape_in_a_name_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    /* cJSON alone reads "model.gguf\u0000.evil" as "model.gguf": the entry
+     * would verify the real model under a name that is not its own. */
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model.gguf");
+    write_random(model, 5000, 3);
+    size_t len;
+    char *text = manifest_text("model.gguf\\u0000.evil", model, "", 0, &len);
+    expect_manifest_refused(text, len, "offset 58: field files[0].name: expected a string without a \\u0000 escape",
+                            NULL);
+    /* The same manifest without the defect verifies. */
+    text = manifest_text("model.gguf", model, "", 0, &len);
+    expect_manifest_verifies(text, len);
+}
+
+Test(manifest, anything_after_the_document_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model.gguf");
+    write_random(model, 5000, 4);
+    size_t len;
+    /* A second object: one reader sees the first, another the last. */
+    const char second[] = "{\"schema\": \"vt.manifest/1\", \"files\": []}\n";
+    char *text = manifest_text("model.gguf", model, second, sizeof second - 1, &len);
+    expect_manifest_refused(text, len, "expected only whitespace after the JSON document", NULL);
+    text = manifest_text("model.gguf", model, "\0", 1, &len);
+    expect_manifest_refused(text, len, "expected only whitespace after the JSON document (found a NUL byte)", NULL);
+    text = manifest_text("model.gguf", model, "garbage", 7, &len);
+    expect_manifest_refused(text, len, "expected only whitespace", NULL);
+    text = manifest_text("model.gguf", model, " \n\t\r\n", 5, &len);
+    expect_manifest_verifies(text, len);
+}
+
+Test(manifest, escaped_backslash_then_u0000_is_a_literal_name, .init = make_dir, .fini = remove_dir)
+{
+    /* JSON "a\\u0000": a backslash, then the six characters u0000. A file
+     * may be named so, and its manifest entry means exactly that name. */
+    cr_assert_eq(mkdir(tpath("models"), 0755), 0);
+    char *model = tpath("models/model\\u0000.gguf");
+    write_random(model, 5000, 5);
+    size_t len;
+    char *text = manifest_text("model\\\\u0000.gguf", model, "", 0, &len);
+    write_bytes(tpath("models/M.json"), text, len);
+    vt_manifest m;
+    vt_error err;
+    cr_assert_eq(vt_manifest_read(tpath("models/M.json"), &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(m.files[0].name, "model\\u0000.gguf");
+    vt_manifest_free(&m);
+    expect_manifest_verifies(text, len);
+}
+
 /* ---- runtime identity ---- */
 
 Test(runtime, identity_resolved_and_binary_hash_matches)
@@ -665,10 +791,12 @@ static void record_hash(const void *data, size_t len, char *out)
     out[o] = '\0';
 }
 
-Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = remove_dir, .timeout = 600)
+enum { DEMO_MEMBERS = 5 };
+
+/* A small wheel with a "#!python" script in .data/scripts/, which
+ * installers rewrite to the real interpreter; its path. */
+static char *demo_wheel(void)
 {
-    /* A small wheel with a "#!python" script in .data/scripts/, which
-     * installers rewrite to the real interpreter. */
     zmember mem[] = {
         { "vtdemo/__init__.py", "VALUE = 42\n", 0 },
         { "vtdemo/data,with comma.txt", "RECORD quotes this name\n", 0 }, /* CSV quoting */
@@ -678,6 +806,7 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
           "Wheel-Version: 1.0\nGenerator: vt-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n", 0 },
     };
     enum { NM = sizeof mem / sizeof *mem };
+    _Static_assert((int)NM == (int)DEMO_MEMBERS, "DEMO_MEMBERS counts mem[]");
     char record[4096] = "";
     for (int i = 0; i < NM; i++) {
         mem[i].len = strlen(mem[i].data);
@@ -695,7 +824,13 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
     zip_add(w, "vtdemo-1.0.dist-info/RECORD", record, strlen(record), 0644);
     cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
     archive_write_free(w);
+    return whl;
+}
 
+Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = demo_wheel();
+    enum { NM = DEMO_MEMBERS };
     vt_package_report r;
     vt_error err;
     cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
@@ -739,6 +874,423 @@ Test(wheel, rewritten_script_is_a_note_not_tampering, .init = make_dir, .fini = 
     vt_package_report_free(&r);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+}
+
+/* The demo wheel installed by pip into site/: verified, no problem. */
+static char *installed_demo(void)
+{
+    char *whl = demo_wheel();
+    pip_install(whl, tpath("site"));
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+    return whl;
+}
+
+/* Verifies the installed demo; expects exactly one problem, holding a and b. */
+static void expect_one_installed_problem(const char *whl, const char *a, const char *b)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], a) && (!b || strstr(r.problems[0], b)), "%s", r.problems[0]);
+    cr_assert_null(strchr(r.problems[0], '\n'));
+    vt_package_report_free(&r);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' --installed '%s' >/dev/null 2>&1", VT_BIN, whl,
+             tpath("site"));
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+static void expect_installed_verifies(const char *whl)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, tpath("site"), &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+}
+
+Test(wheel, installed_tree_is_walked_at_any_depth, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    /* 200 directories down in the package: a file RECORD does not list. */
+    static char path[2048];
+    int n = snprintf(path, sizeof path, "%s", tpath("site/vtdemo"));
+    for (int i = 0; i < 200; i++) {
+        n += snprintf(path + n, sizeof path - (size_t)n, "/d");
+        cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+    }
+    snprintf(path + n, sizeof path - (size_t)n, "/evil.py");
+    write_text(path, "import os\n");
+    char want[1024] = "vtdemo";
+    for (int i = 0; i < 200; i++)
+        strcat(want, "/d");
+    strcat(want, "/evil.py: on disk in an installed package directory but not in the installed RECORD");
+    expect_one_installed_problem(whl, want, NULL);
+    cr_assert_eq(unlink(path), 0);
+    expect_installed_verifies(whl); /* the empty directories hold nothing unlisted */
+}
+
+Test(wheel, unlisted_bytecode_is_refused, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    char *pyc = tpath("site/vtdemo/__pycache__/x.cpython-311.pyc");
+    write_text(pyc, "not what any source compiles to");
+    expect_one_installed_problem(whl, "vtdemo/__pycache__/x.cpython-311.pyc: bytecode", "not in the installed RECORD");
+    cr_assert_eq(unlink(pyc), 0);
+    expect_installed_verifies(whl);
+}
+
+Test(wheel, symbolic_links_in_the_installed_tree_are_refused, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char *whl = installed_demo();
+    /* A link RECORD does not list, pointing out of the tree: reported, not followed. */
+    char *link = tpath("site/vtdemo/extra.py");
+    cr_assert_eq(symlink("/etc/hostname", link), 0);
+    expect_one_installed_problem(whl, "vtdemo/extra.py: a symbolic link", "not followed");
+    cr_assert_eq(unlink(link), 0);
+
+    /* A linked directory: reported once; what lies behind it is not walked. */
+    cr_assert_eq(mkdir(tpath("outside"), 0755), 0);
+    write_text(tpath("outside/hidden.py"), "import os\n");
+    char *dlink = tpath("site/vtdemo/sub");
+    cr_assert_eq(symlink(tpath("outside"), dlink), 0);
+    expect_one_installed_problem(whl, "vtdemo/sub: a symbolic link", NULL);
+    cr_assert_eq(unlink(dlink), 0);
+
+    /* A listed file replaced by a link to a copy of its very bytes. */
+    char *init = tpath("site/vtdemo/__init__.py");
+    copy_file(init, tpath("outside/__init__.py"));
+    cr_assert_eq(unlink(init), 0);
+    cr_assert_eq(symlink(tpath("outside/__init__.py"), init), 0);
+    expect_one_installed_problem(whl, "vtdemo/__init__.py: installed file reached through a symbolic link", NULL);
+    cr_assert_eq(unlink(init), 0);
+    copy_file(tpath("outside/__init__.py"), init);
+    expect_installed_verifies(whl);
+}
+
+/* ---- wheel zip structure ---- */
+
+static unsigned char *slurp_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    cr_assert_geq(len, 0);
+    rewind(f);
+    unsigned char *p = malloc((size_t)len + 1);
+    cr_assert_eq(fread(p, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return p;
+}
+
+static uint32_t get32(const unsigned char *p) { return (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The offset of the central header of member `name` in zip bytes z. */
+static size_t central_header(const unsigned char *z, size_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i + 46 <= n; i++)
+        if (get32(z + i) == 0x02014b50 && (size_t)(z[i + 28] | z[i + 29] << 8) == nl && i + 46 + nl <= n &&
+            memcmp(z + i + 46, name, nl) == 0)
+            return i;
+    cr_assert_fail("no central header for %s", name);
+    return 0;
+}
+
+/* Verifies the wheel: exactly one problem line, holding a and b. */
+static void expect_one_wheel_problem(const char *whl, const char *a, const char *b)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(strstr(r.problems[0], a) && (!b || strstr(r.problems[0], b)), "%s", r.problems[0]);
+    vt_package_report_free(&r);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, whl);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+static void expect_wheel_verifies(const char *whl, int members)
+{
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    cr_assert_eq(r.members_checked, members);
+    vt_package_report_free(&r);
+}
+
+Test(wheel, central_directory_misstating_a_size_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    /* libarchive writes this wheel with data descriptors after each member. */
+    char *whl = demo_wheel();
+    expect_wheel_verifies(whl, DEMO_MEMBERS);
+    size_t n;
+    unsigned char *orig = slurp_bytes(whl, &n);
+    size_t c = central_header(orig, n, "vtdemo/__init__.py");
+    static const struct { int at; const char *field; } f[] = {
+        { 24, "uncompressed size: central directory 12, local header 11, data descriptor 11, data 11: expected" },
+        { 20, "compressed size: central directory" },
+        { 16, "CRC-32: central directory" },
+    };
+    char *bad = tpath("bad-1.0-py3-none-any.whl");
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+        unsigned char *z = malloc(n);
+        memcpy(z, orig, n);
+        put32(z + c + f[k].at, get32(z + c + f[k].at) + 1);
+        write_bytes(bad, z, n);
+        free(z);
+        expect_one_wheel_problem(bad, "vtdemo/__init__.py: ", f[k].field);
+    }
+    /* The real pip wheel (Python's zipfile: sizes in the local headers). */
+    char pip[512];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", pip, sizeof pip);
+    free(orig);
+    orig = slurp_bytes(pip, &n);
+    c = central_header(orig, n, "pip/__init__.py");
+    put32(orig + c + 24, get32(orig + c + 24) - 1);
+    write_bytes(bad, orig, n);
+    expect_one_wheel_problem(bad, "pip/__init__.py: uncompressed size: central directory", "local header");
+    free(orig);
+}
+
+/* A zip written here byte by byte, like Python's zipfile (sizes in the
+ * local headers, no descriptors), with defects on request. */
+typedef struct zbuild {
+    unsigned char *p;
+    size_t n, cap;
+} zbuild;
+
+static void zb_put(zbuild *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        cr_assert_not_null(b->p);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void zb_16(zbuild *b, unsigned v) { unsigned char x[2] = { (unsigned char)v, (unsigned char)(v >> 8) }; zb_put(b, x, 2); }
+static void zb_32(zbuild *b, uint32_t v)
+{
+    unsigned char x[4];
+    put32(x, v);
+    zb_put(b, x, 4);
+}
+
+enum {
+    ZD_NONE, ZD_GAP, ZD_LOCAL_NAME, ZD_LOCAL_USIZE, ZD_METHOD12, ZD_ENCRYPTED, ZD_UPATH, ZD_STORED_CSIZE,
+    ZD_Z64_EXTRA, ZD_Z64_EXTRA_MISSING, /* member 0's central sizes and offset in a ZIP64 extra field (or not) */
+    ZD_APPENDED, ZD_DISK1, ZD_CDSIZE1, ZD_NTOTAL_PLUS, ZD_NTOTAL_MINUS, /* the end record */
+    ZD_ZIP64, ZD_ZIP64_DISAGREE, ZD_ZIP64_BADREC                        /* ZIP64 end records */
+};
+
+/* The wheel of mem[] (+ RECORD) into path, deflated but member 1 (stored);
+ * defects apply to member 0, ZD_STORED_CSIZE to member 1. */
+static void build_zip(const char *path, int defect)
+{
+    zmember mem[] = {
+        { "zd/__init__.py", "VALUE = 1\nVALUE = 1\nVALUE = 1\n", 0 },
+        { "zd/data.txt", "plain text", 0 },
+        { "zd-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zd\nVersion: 1.0\n", 0 },
+        { "zd-1.0.dist-info/RECORD", NULL, 0 },
+    };
+    enum { NM = sizeof mem / sizeof *mem };
+    static char record[1024];
+    record[0] = '\0';
+    for (int i = 0; i < NM - 1; i++) {
+        mem[i].len = strlen(mem[i].data);
+        char h[64];
+        record_hash(mem[i].data, mem[i].len, h);
+        snprintf(record + strlen(record), sizeof record - strlen(record), "%s,sha256=%s,%zu\n", mem[i].name, h,
+                 mem[i].len);
+    }
+    strcat(record, "zd-1.0.dist-info/RECORD,,\n");
+    mem[NM - 1].data = record;
+    mem[NM - 1].len = strlen(record);
+
+    zbuild b = { 0 }, cd = { 0 };
+    for (int i = 0; i < NM; i++) {
+        unsigned char comp[4096];
+        if (i == 1) { /* stored */
+            uint32_t len = (uint32_t)mem[i].len;
+            memcpy(comp, mem[i].data, len);
+            uint32_t crc = (uint32_t)crc32(0, comp, len);
+            uint32_t off = (uint32_t)b.n;
+            if (defect == ZD_GAP)
+                zb_put(&b, "hidden bytes....", 16), off += 16; /* room for what only a streaming reader would see */
+            size_t nl = strlen(mem[i].name);
+            zb_32(&b, 0x04034b50);
+            zb_16(&b, 10), zb_16(&b, 0), zb_16(&b, 0), zb_16(&b, 0), zb_16(&b, 0x21);
+            zb_32(&b, crc), zb_32(&b, len), zb_32(&b, len), zb_16(&b, (unsigned)nl), zb_16(&b, 0);
+            zb_put(&b, mem[i].name, nl);
+            zb_put(&b, comp, len);
+            zb_32(&cd, 0x02014b50);
+            zb_16(&cd, 0x031e), zb_16(&cd, 10), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0x21);
+            zb_32(&cd, crc), zb_32(&cd, len + (defect == ZD_STORED_CSIZE)), zb_32(&cd, len);
+            zb_16(&cd, (unsigned)nl), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0);
+            zb_32(&cd, 0644u << 16), zb_32(&cd, off);
+            zb_put(&cd, mem[i].name, nl);
+            continue;
+        }
+        z_stream s;
+        memset(&s, 0, sizeof s);
+        cr_assert_eq(deflateInit2(&s, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        s.next_in = (unsigned char *)mem[i].data;
+        s.avail_in = (uInt)mem[i].len;
+        s.next_out = comp;
+        s.avail_out = sizeof comp;
+        cr_assert_eq(deflate(&s, Z_FINISH), Z_STREAM_END);
+        uint32_t csize = (uint32_t)s.total_out, usize = (uint32_t)mem[i].len;
+        deflateEnd(&s);
+        uint32_t crc = (uint32_t)crc32(0, (const unsigned char *)mem[i].data, (uInt)mem[i].len);
+        int d0 = i == 0 ? defect : ZD_NONE;
+        uint32_t off = (uint32_t)b.n;
+        unsigned flags = d0 == ZD_ENCRYPTED ? 1 : 0, method = d0 == ZD_METHOD12 ? 12 : 8;
+        size_t nl = strlen(mem[i].name);
+        char lname[128];
+        memcpy(lname, mem[i].name, nl);
+        if (d0 == ZD_LOCAL_NAME)
+            lname[0] = 'Z';
+        zb_32(&b, 0x04034b50);
+        zb_16(&b, 20), zb_16(&b, flags), zb_16(&b, method), zb_16(&b, 0), zb_16(&b, 0x21);
+        zb_32(&b, crc), zb_32(&b, csize), zb_32(&b, usize + (d0 == ZD_LOCAL_USIZE));
+        zb_16(&b, (unsigned)nl), zb_16(&b, 0);
+        zb_put(&b, lname, nl);
+        zb_put(&b, comp, csize);
+        const char *other = "zd/other.py";
+        int z64 = d0 == ZD_Z64_EXTRA || d0 == ZD_Z64_EXTRA_MISSING;
+        unsigned xlen = d0 == ZD_UPATH ? (unsigned)(4 + 5 + strlen(other)) : d0 == ZD_Z64_EXTRA ? 28 : 0;
+        zb_32(&cd, 0x02014b50);
+        zb_16(&cd, 0x031e), zb_16(&cd, 20), zb_16(&cd, flags), zb_16(&cd, method), zb_16(&cd, 0), zb_16(&cd, 0x21);
+        zb_32(&cd, crc), zb_32(&cd, z64 ? 0xffffffffu : csize), zb_32(&cd, z64 ? 0xffffffffu : usize);
+        zb_16(&cd, (unsigned)nl), zb_16(&cd, xlen), zb_16(&cd, 0), zb_16(&cd, 0), zb_16(&cd, 0);
+        zb_32(&cd, 0644u << 16), zb_32(&cd, z64 ? 0xffffffffu : off);
+        zb_put(&cd, mem[i].name, nl);
+        if (d0 == ZD_Z64_EXTRA) { /* uncompressed size, compressed size, offset: in that order */
+            zb_16(&cd, 0x0001), zb_16(&cd, 24);
+            zb_32(&cd, usize), zb_32(&cd, 0), zb_32(&cd, csize), zb_32(&cd, 0), zb_32(&cd, off), zb_32(&cd, 0);
+        }
+        if (d0 == ZD_UPATH) { /* Info-ZIP Unicode Path: version, CRC-32 of the name, the other name */
+            zb_16(&cd, 0x7075), zb_16(&cd, xlen - 4);
+            zb_put(&cd, "\x01", 1);
+            zb_32(&cd, (uint32_t)crc32(0, (const unsigned char *)mem[i].name, (uInt)nl));
+            zb_put(&cd, other, strlen(other));
+        }
+    }
+    uint32_t cd_off = (uint32_t)b.n, cd_size = (uint32_t)cd.n;
+    zb_put(&b, cd.p, cd.n);
+    int z64 = defect == ZD_ZIP64 || defect == ZD_ZIP64_DISAGREE || defect == ZD_ZIP64_BADREC;
+    if (z64) { /* ZIP64 end record, then its locator */
+        uint32_t off64 = (uint32_t)b.n;
+        zb_32(&b, defect == ZD_ZIP64_BADREC ? 0x06064b51 : 0x06064b50);
+        zb_32(&b, 44), zb_32(&b, 0), zb_16(&b, 45), zb_16(&b, 45), zb_32(&b, 0), zb_32(&b, 0);
+        zb_32(&b, NM), zb_32(&b, 0), zb_32(&b, NM), zb_32(&b, 0);
+        zb_32(&b, cd_size), zb_32(&b, 0), zb_32(&b, cd_off), zb_32(&b, 0);
+        zb_32(&b, 0x07064b50), zb_32(&b, 0), zb_32(&b, off64), zb_32(&b, 0), zb_32(&b, 1);
+    }
+    unsigned n_end = defect == ZD_NTOTAL_PLUS ? NM + 1 : defect == ZD_NTOTAL_MINUS ? NM - 1 : NM;
+    if (defect == ZD_ZIP64 || defect == ZD_ZIP64_BADREC)
+        n_end = 0xffff;
+    if (defect == ZD_ZIP64_DISAGREE)
+        n_end = NM + 1; /* not saturated, yet not the ZIP64 record's count */
+    zb_32(&b, 0x06054b50);
+    zb_16(&b, defect == ZD_DISK1 ? 1 : 0), zb_16(&b, 0), zb_16(&b, n_end), zb_16(&b, n_end);
+    zb_32(&b, z64 ? 0xffffffffu : cd_size + (defect == ZD_CDSIZE1)), zb_32(&b, z64 ? 0xffffffffu : cd_off);
+    zb_16(&b, 0);
+    if (defect == ZD_APPENDED)
+        zb_put(&b, "appended", 8);
+    write_bytes(path, b.p, b.n);
+    free(b.p);
+    free(cd.p);
+}
+
+Test(wheel, zip_members_that_readers_would_see_differently_are_refused, .init = make_dir, .fini = remove_dir)
+{
+    char *whl = tpath("zd-1.0-py3-none-any.whl");
+    build_zip(whl, ZD_NONE);
+    expect_wheel_verifies(whl, 3);
+    static const struct { int defect; const char *a, *b; } cases[] = {
+        { ZD_GAP, "zd/data.txt: local header at offset", "expected each member to start where the previous one ends" },
+        { ZD_LOCAL_NAME, "zd/__init__.py: the local header names it 'Zd/__init__.py'", "central directory's name" },
+        { ZD_LOCAL_USIZE, "zd/__init__.py: uncompressed size: central directory 30, local header 31, data 30", NULL },
+        { ZD_METHOD12, "zd/__init__.py: compression method 12", "expected stored (0) or deflate (8)" },
+        { ZD_ENCRYPTED, "zd/__init__.py: encrypted", "expected a plain member" },
+        { ZD_UPATH, "zd/__init__.py: the central header's Unicode Path field names it 'zd/other.py'", "one name" },
+        { ZD_STORED_CSIZE, "zd/data.txt: compressed size: central directory 11, local header 10: expected", NULL },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        build_zip(whl, cases[k].defect);
+        vt_package_report r;
+        vt_error err;
+        cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+        dump(&r);
+        cr_assert_not(r.verified, "defect %d", cases[k].defect);
+        cr_assert_eq(r.n_problems, 1, "defect %d", cases[k].defect);
+        cr_assert(has_line(r.problems, r.n_problems, cases[k].a, cases[k].b), "defect %d: no '%s'",
+                  cases[k].defect, cases[k].a);
+        vt_package_report_free(&r);
+    }
+    /* ZIP64 end records and extra fields, well formed: verified. */
+    static const int fine[] = { ZD_ZIP64, ZD_Z64_EXTRA };
+    for (size_t k = 0; k < sizeof fine / sizeof *fine; k++) {
+        build_zip(whl, fine[k]);
+        expect_wheel_verifies(whl, 3);
+    }
+    build_zip(whl, ZD_Z64_EXTRA_MISSING);
+    expect_one_wheel_problem(whl, "zd/__init__.py: central header extra fields: expected well-formed fields", NULL);
+
+    /* No central directory every reader finds alike: bad input (exit 2). */
+    static const struct { int defect; const char *msg; } structure[] = {
+        { ZD_APPENDED, "expected a zip end of central directory record whose comment ends the file" },
+        { ZD_DISK1, "end record: expected a single-disk zip" },
+        { ZD_CDSIZE1, "expected it to end where the end records begin" },
+        { ZD_NTOTAL_PLUS, "central header 5 of 5: expected a complete central file header" },
+        { ZD_NTOTAL_MINUS, "bytes after the last of 3 central headers: expected the end records" },
+        { ZD_ZIP64_DISAGREE, "end record and ZIP64 end record disagree on the central directory" },
+        { ZD_ZIP64_BADREC, "ZIP64 end record: expected a single-disk ZIP64 end record right before its locator" },
+    };
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-wheel '%s' >/dev/null 2>&1", VT_BIN, whl);
+    for (size_t k = 0; k < sizeof structure / sizeof *structure; k++) {
+        build_zip(whl, structure[k].defect);
+        vt_package_report r;
+        vt_error err;
+        vt_error_clear(&err);
+        cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_EINPUT, "defect %d", structure[k].defect);
+        cr_assert(strstr(err.msg, "zd-1.0-py3-none-any.whl: offset ") && strstr(err.msg, structure[k].msg), "%s",
+                  err.msg);
+            cr_assert_eq(run(cmd), 2, "%s", cmd);
+    }
+}
+
 /* ---- npm ---- */
 
 Test(npm, pinned_tarballs_verify_and_loaded_object_matches)
@@ -765,13 +1317,6 @@ Test(npm, pinned_tarballs_verify_and_loaded_object_matches)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name '%s' --root '%s' --loaded '%s' >/dev/null",
              VT_BIN, BINS_TGZ, LOCK, BINS_NAME, BINS_ROOT, GGML_BASE);
-    cr_assert_eq(run(cmd), 0, "%s", cmd);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
     cr_assert_eq(run(cmd), 0, "%s", cmd);
 }
 
@@ -851,4 +1396,105 @@ Test(npm, wrong_integrity_or_bad_lock, .init = make_dir, .fini = remove_dir)
     snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name left-pad >/dev/null 2>&1", VT_BIN,
              BINS_TGZ, LOCK);
     cr_assert_eq(run(cmd), 2, "%s", cmd);
+}
+
+/* A gzip tarball of (name, data) members, and a lock pinning it as x@1.0.0. */
+static void npm_tarball(const char *tgz, const char *lock, const char *const *names, const char *const *data, int n)
+{
+    struct archive *w = archive_write_new();
+    cr_assert_eq(archive_write_set_format_pax_restricted(w), ARCHIVE_OK);
+    cr_assert_eq(archive_write_add_filter_gzip(w), ARCHIVE_OK);
+    cr_assert_eq(archive_write_open_filename(w, tgz), ARCHIVE_OK, "%s", archive_error_string(w));
+    for (int i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, names[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, (la_int64_t)strlen(data[i]));
+        cr_assert_eq(archive_write_header(w, e), ARCHIVE_OK, "%s: %s", names[i], archive_error_string(w));
+        cr_assert_eq(archive_write_data(w, data[i], strlen(data[i])), (la_ssize_t)strlen(data[i]));
+        archive_entry_free(e);
+    }
+    cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+    size_t len;
+    unsigned char *bytes = slurp_bytes(tgz, &len);
+    unsigned char md[64];
+    unsigned int mdl = 0;
+    cr_assert(EVP_Digest(bytes, len, md, &mdl, EVP_sha512(), NULL) && mdl == 64);
+    free(bytes);
+    unsigned char b64[96];
+    EVP_EncodeBlock(b64, md, 64);
+    char text[512];
+    snprintf(text, sizeof text, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"x\", \"version\": "
+             "\"1.0.0\", \"integrity\": \"sha512-%s\"}]}\n", (const char *)b64);
+    write_text(lock, text);
+}
+
+#define PJ "{\"name\": \"x\", \"version\": \"1.0.0\"}\n"
+
+Test(npm, members_outside_the_package_are_named, .init = make_dir, .fini = remove_dir)
+{
+    char *tgz = tpath("x-1.0.0.tgz"), *lock = tpath("lock.json");
+    vt_package_report r;
+    vt_error err;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' provenance verify-npm '%s' --lock '%s' --name x >/dev/null 2>&1", VT_BIN, tgz,
+             lock);
+
+    const char *clean[] = { "package/package.json", "package/index.js", "package/lib/a..b.js" };
+    const char *data[] = { PJ, "module.exports = 1;\n", "'..' inside a name is fine\n", "x\n", "y\n" };
+    npm_tarball(tgz, lock, clean, data, 3);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 0, "%s", cmd);
+
+    const char *dotdot[] = { "package/package.json", "package/index.js", "package/../../evil.js",
+                             "../escape.js", "package/lib/.." };
+    npm_tarball(tgz, lock, dotdot, data, 5);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 3);
+    cr_assert(has_line(r.problems, r.n_problems, "x-1.0.0.tgz: member package/../../evil.js: ",
+                       "expected a relative path inside the package"));
+    cr_assert(has_line(r.problems, r.n_problems, "member ../escape.js: ", "'..' component"));
+    cr_assert(has_line(r.problems, r.n_problems, "member package/lib/..: ", "'..' component"));
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+
+    const char *absolute[] = { "package/package.json", "/etc/profile.d/evil.sh", "package/index.js" };
+    npm_tarball(tgz, lock, absolute, data, 3);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert_eq(r.n_problems, 1);
+    cr_assert(has_line(r.problems, r.n_problems, "member /etc/profile.d/evil.sh: an absolute path", NULL));
+    vt_package_report_free(&r);
+    cr_assert_eq(run(cmd), 1, "%s", cmd);
+}
+
+Test(npm, package_json_is_read_strictly, .init = make_dir, .fini = remove_dir)
+{
+    /* cJSON alone reads the version "1.0.0\u0000-evil" as "1.0.0". */
+    char *tgz = tpath("x-1.0.0.tgz"), *lock = tpath("lock.json");
+    const char *names[] = { "package/package.json" };
+    const char *evil[] = { "{\"name\": \"x\", \"version\": \"1.0.0\\u0000-evil\"}\n" };
+    npm_tarball(tgz, lock, names, evil, 1);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "x-1.0.0.tgz: package/package.json: offset 31: field version: "
+                       "expected a string without a \\u0000 escape", NULL));
+    vt_package_report_free(&r);
+    const char *fine[] = { PJ };
+    npm_tarball(tgz, lock, names, fine, 1);
+    cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
 }

@@ -1031,6 +1031,85 @@ Test(seal, verify_catches_the_seal_edited)
     free(orig);
 }
 
+/* The seal, the attestation and the manifest are read as strict JSON
+ * (common/vt_json.h): cJSON alone would take "vt.seal/1\u0000x" as the
+ * schema and ignore whatever follows the document. */
+Test(seal, seal_attestation_and_manifest_json_are_read_strictly)
+{
+    make_tree(P("t"), 0);
+    cr_assert_eq(seal("create '%s' -o '%s' --attestation", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    size_t n, na;
+    char *orig = (char *)read_file(P("x.tar.gz.seal.json"), &n);
+    char *att = (char *)read_file(P("x.tar.gz.intoto.json"), &na);
+    char *s = malloc(n + 64);
+
+    /* A second object after the seal. */
+    memcpy(s, orig, n);
+    memcpy(s + n, "{}\n", 3);
+    write_file(P("x.tar.gz.seal.json"), s, n + 3);
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 2, "%s", err_text());
+    char want[256];
+    snprintf(want, sizeof want, "x.tar.gz.seal.json: offset %zu: expected only whitespace after the JSON document",
+             n);
+    assert_err_has(want);
+    /* A \u0000 cutting the schema short. */
+    char *q = strstr(orig, "\"vt.seal/1\"");
+    cr_assert_not_null(q);
+    size_t at = (size_t)(q - orig) + 10;
+    memcpy(s, orig, at);
+    memcpy(s + at, "\\u0000x", 7);
+    memcpy(s + at + 7, orig + at, n - at);
+    write_file(P("x.tar.gz.seal.json"), s, n + 7);
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 2, "%s", err_text());
+    snprintf(want, sizeof want, "x.tar.gz.seal.json: offset %zu: field schema: expected a string without a \\u0000",
+             at);
+    assert_err_has(want);
+    /* A NUL byte after the attestation. */
+    write_file(P("x.tar.gz.seal.json"), orig, n);
+    write_file(P("x.tar.gz.intoto.json"), att, na);
+    write_file(P("x.tar.gz.intoto.json"), att, na + 1); /* read_file's terminating NUL */
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 2, "%s", err_text());
+    snprintf(want, sizeof want, "x.tar.gz.intoto.json: offset %zu: expected only whitespace after the JSON document "
+             "(found a NUL byte)", na);
+    assert_err_has(want);
+    /* Both as written: verified. */
+    write_file(P("x.tar.gz.intoto.json"), att, na);
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 0, "%s", err_text());
+    free(s);
+    free(att);
+    free(orig);
+
+    /* A manifest entry "ok.txt\u0000.evil" for the member ok.txt is refused;
+     * "ok.txt" extracts. */
+    for (int evil = 1; evil >= 0; evil--) {
+        struct archive *a = archive_write_new();
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        cr_assert_eq(archive_write_open_filename(a, P("nul.tar.gz")), ARCHIVE_OK, "%s", archive_error_string(a));
+        item ok = OK_ITEM;
+        char h[65], m[1024];
+        sha_hex(ok.data, ok.len, h);
+        int ml = snprintf(m, sizeof m, "{\"schema\":\"vt.seal.manifest/1\",\"members\":[\n{\"path\":\"ok.txt%s\","
+                          "\"type\":\"file\",\"mode\":\"0644\",\"size\":%zu,\"sha256\":\"%s\"}\n]}\n",
+                          evil ? "\\u0000.evil" : "", ok.len, h);
+        item mi = { .name = "manifest.json", .type = 'f', .data = m, .len = (size_t)ml };
+        add_entry(a, &mi);
+        add_entry(a, &ok);
+        cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+        archive_write_free(a);
+        int rc = seal("extract '%s' -C '%s'", P("nul.tar.gz"), P("dest"));
+        if (!evil) {
+            cr_assert_eq(rc, 0, "%s", err_text());
+            cr_assert(exists(P("dest/ok.txt")));
+            break;
+        }
+        cr_assert_eq(rc, 2, "%s", err_text());
+        assert_err_has("nul.tar.gz: manifest.json: offset 58: field members[0].path: expected a string without a "
+                       "\\u0000 escape");
+        assert_nothing_left(P("dest"));
+    }
+}
+
 Test(seal, unreadable_or_not_an_archive_is_exit_2)
 {
     write_text(P("plain.txt"), "not gzip at all\n");

@@ -1,0 +1,19 @@
+/* UTF-8 well-formedness (RFC 3629): no overlong forms, no surrogates,
+ * nothing above U+10FFFF. One validator for all of vt. */
+#ifndef VT_UTF8_H
+#define VT_UTF8_H
+
+#include <stddef.h>
+
+/* Length (1..4) of the well-formed UTF-8 sequence that starts s[0..n),
+ * or 0 when there is none (n == 0, a stray or truncated byte). */
+size_t vt_utf8_seq(const char *s, size_t n);
+
+/* The offset of the first byte of s[0..n) that does not start a
+ * well-formed sequence, or n when all of it is well-formed. */
+size_t vt_utf8_check(const char *s, size_t n);
+
+/* Whether s[0..n) is well-formed UTF-8. */
+int vt_utf8_valid(const char *s, size_t n);
+
+#endif
