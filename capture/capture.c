@@ -7,6 +7,7 @@
 #include "canonical_json.h"
 #include "strict.h"
 
+#include "../common/vt_json.h"
 #include "../engine/gguf_file.h"
 #include "../engine/tokenizer.h"
 
@@ -190,13 +191,12 @@ static int read_launcher(vt_capture *c, vt_error *err)
     if (rc)
         return rc;
     vt_sha256_buffer(text, len, &c->launcher_sha);
-    const char *end = NULL;
-    c->launcher = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    c->launcher = vt_json_parse(text, len, path, err);
     char why[600];
-    if (!c->launcher || !cJSON_IsObject(c->launcher)) {
-        const char *at = cJSON_GetErrorPtr();
-        rc = vt_error_set(err, VT_EINPUT, "%s: offset %ld: expected a JSON object (the launcher's manifest)", path,
-                          !c->launcher && at && at >= text && at <= text + len ? (long)(at - text) : 0L);
+    if (!c->launcher) {
+        rc = VT_EINPUT;
+    } else if (!cJSON_IsObject(c->launcher)) {
+        rc = vt_error_set(err, VT_EINPUT, "%s: offset 0: expected a JSON object (the launcher's manifest)", path);
     } else if (!vt_launcher_manifest_check(c->launcher, why, sizeof why)) {
         rc = vt_error_set(err, VT_EINPUT, "%s: %s", path, why);
     } else {

@@ -7,6 +7,7 @@
 
 #include "canonical_json.h"
 
+#include "../common/vt_json.h"
 #include "../engine/codec.h"
 #include "../engine/gguf_file.h"
 #include "../engine/tokenizer.h"
@@ -372,7 +373,7 @@ static char *package_name(const char *root)
     snprintf(pj, sizeof pj, "%s/package.json", root);
     if (vt_read_file(pj, &text, &n, NULL) != VT_OK)
         return NULL;
-    cJSON *j = cJSON_ParseWithLength(text, n);
+    cJSON *j = vt_json_parse(text, n, pj, NULL);
     free(text);
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
     char *s = cJSON_IsString(name) ? strdup(name->valuestring) : NULL;

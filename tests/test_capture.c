@@ -396,6 +396,9 @@ Test(strict, the_launcher_manifest_has_a_schema)
                                                                            "of non-empty strings" },
         { "{\"launcher\":7,\"image\":\"img\",\"command\":\"vt\"}", "launcher.manifest.launcher: not a string" },
         { "[\"launcher\"]", "expected a JSON object (the launcher's manifest)" },
+        /* Read strictly (common/vt_json.h): nothing after the document, no NUL in a string. */
+        { "{\"launcher\":\"ci\",\"host\":\"h\",\"command\":\"vt\"}{}", "offset 43: expected " },
+        { "{\"launcher\":\"ci\\u0000evil\",\"host\":\"h\",\"command\":\"vt\"}", "offset 15: field launcher: " },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         spit(e.launcher, bad[i][0]);
