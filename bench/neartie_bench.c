@@ -4,9 +4,9 @@
  *
  * For each size (default 1000,2000,5000,10000 prompts x 256 tokens, top-20
  * log-probs per position, one repeat) it writes three synthetic, properly
- * sealed documents in canonical JSON (a local and an oracle vt.capture/1,
+ * sealed documents in canonical JSON (a local and an oracle vt.capture/2,
  * each with its vt.topk/1 side file of top-20 log-probs, and the oracle's
- * vt.prefix-scores/1) under $TMPDIR (or /tmp), then times what vt-neartie
+ * vt.prefix-scores/2) under $TMPDIR (or /tmp), then times what vt-neartie
  * does with them: reading and verifying the five inputs (seals, schema,
  * canonical form, the side files' SHA-256 and every entry), the guards,
  * classification (with the top-k margins at each first divergence), the

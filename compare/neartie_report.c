@@ -155,7 +155,7 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
 {
     const char *list;
     if (!o->local || !o->oracle) {
-        vt_error_set(err, VT_EINPUT, "--%s: missing: expected a vt.capture/1", !o->local ? "local" : "oracle");
+        vt_error_set(err, VT_EINPUT, "--%s: missing: expected a vt.capture", !o->local ? "local" : "oracle");
         return NULL;
     }
     if (!o->prefix_scores == !o->score_with) {

@@ -1,6 +1,6 @@
 /* vt-neartie: a local capture scored against an oracle capture under the
  * near-tie rule (compare/neartie.h), with the oracle's actual-prefix scores
- * (vt.prefix-scores/1: the oracle teacher-forced on the local streams),
+ * (vt.prefix-scores/2: the oracle teacher-forced on the local streams),
  * read from a file or computed here by the capture library's prefix scoring.
  *
  *   c = vt_nt_open(&opts, err);     read and verify the inputs (seals, schema)
@@ -61,7 +61,7 @@
 
 typedef struct vt_nt_opts {
     const char *local, *oracle;
-    const char *prefix_scores; /* a vt.prefix-scores/1, or NULL with score_with */
+    const char *prefix_scores; /* a vt.prefix-scores, or NULL with score_with */
     const char *score_with;    /* a runner name: score here, or NULL */
     const char *model;         /* GGUF: the scorer's model, and the token text */
     int32_t threads;           /* the scorer's threads; 0: the oracle's */
