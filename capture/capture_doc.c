@@ -746,8 +746,12 @@ int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_captu
         add_str(fm, "field", res->mm_field);
     }
 
-    /* Seals: the workload, then everything above the seal. */
-    rc = workload_sha(doc, &c->workload_seal, err);
+    /* Paths and error messages come from outside: valid UTF-8 whatever
+     * they held. Then the seals: the workload, then everything above. */
+    if (vt_json_make_text(doc) != 0)
+        rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
+    if (rc == VT_OK)
+        rc = workload_sha(doc, &c->workload_seal, err);
     if (rc == VT_OK) {
         add_str(doc, "workload_seal", c->workload_seal.hex);
         rc = vt_canonical_seal(doc, &c->seal, &c->text, &c->text_len, err);

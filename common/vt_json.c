@@ -482,3 +482,44 @@ cJSON *vt_json_parse(const char *text, size_t len, const char *what, vt_error *e
                      f.field[0] ? "field " : "", f.field, f.field[0] ? ": " : "", f.expected);
     return doc;
 }
+
+int vt_json_add_bytes(cJSON *obj, const char *key, const char *bytes, size_t n)
+{
+    int changed = 0;
+    char *t = vt_utf8_text(bytes, n, &changed);
+    if (!t)
+        return -1;
+    int rc = cJSON_AddItemToObject(obj, key, cJSON_CreateString(t)) ? 0 : -1;
+    free(t);
+    if (rc == 0 && changed) {
+        char hk[128], *hex = vt_utf8_hex(bytes, n);
+        snprintf(hk, sizeof hk, "%s_hex", key);
+        rc = hex && cJSON_AddItemToObject(obj, hk, cJSON_CreateString(hex)) ? 0 : -1;
+        free(hex);
+    }
+    return rc;
+}
+
+static char *text_or_null(const char *s)
+{
+    return s && !vt_utf8_valid(s, strlen(s)) ? vt_utf8_text(s, strlen(s), NULL) : NULL;
+}
+
+int vt_json_make_text(cJSON *v)
+{
+    int rc = 0;
+    char *t = text_or_null(v->string);
+    if (t) { /* cJSON owns names it did not get as constants */
+        if (!(v->type & cJSON_StringIsConst))
+            cJSON_free(v->string);
+        v->string = t;
+        v->type &= ~cJSON_StringIsConst;
+    }
+    if (cJSON_IsString(v) && (t = text_or_null(v->valuestring))) {
+        rc |= cJSON_SetValuestring(v, t) ? 0 : -1;
+        free(t);
+    }
+    for (cJSON *c = v->child; c; c = c->next)
+        rc |= vt_json_make_text(c);
+    return rc;
+}

@@ -72,4 +72,16 @@ struct cJSON *vt_json_parse(const char *text, size_t len, const char *what, vt_e
  * fault->kind is VT_JSON_OK. */
 struct cJSON *vt_json_parse_fault(const char *text, size_t len, vt_json_fault *fault);
 
+/* Writing: every JSON vt writes is valid UTF-8. Adds key to obj as the
+ * text of bytes[0..n) (vt_utf8_text: bytes that are not UTF-8, and NUL,
+ * as U+FFFD) and, when a byte had to be replaced, key_hex beside it with
+ * the exact bytes in hex. 0, or -1 on out of memory. */
+int vt_json_add_bytes(struct cJSON *obj, const char *key, const char *bytes, size_t n);
+
+/* Every string value and member name in the tree that is not valid UTF-8
+ * replaced by its vt_utf8_text, in place: for documents whose strings
+ * (paths, error messages) come from outside, before they are written or
+ * sealed. -1 on out of memory. */
+int vt_json_make_text(struct cJSON *root);
+
 #endif

@@ -1,6 +1,8 @@
 #include "vt_utf8.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 size_t vt_utf8_seq(const char *s, size_t n)
 {
@@ -45,3 +47,42 @@ size_t vt_utf8_check(const char *s, size_t n)
 }
 
 int vt_utf8_valid(const char *s, size_t n) { return vt_utf8_check(s, n) == n; }
+
+char *vt_utf8_text(const char *s, size_t n, int *changed)
+{
+    /* U+FFFD is 3 bytes: at most 3 per input byte. */
+    char *out = malloc(3 * n + 1);
+    size_t k = 0;
+    int any = 0;
+    for (size_t i = 0; out && i < n;) {
+        size_t len = s[i] ? vt_utf8_seq(s + i, n - i) : 0;
+        if (len) {
+            memcpy(out + k, s + i, len);
+            k += len;
+            i += len;
+        } else {
+            memcpy(out + k, "\xef\xbf\xbd", 3);
+            k += 3;
+            i++;
+            any = 1;
+        }
+    }
+    if (out)
+        out[k] = '\0';
+    if (changed)
+        *changed = any;
+    return out;
+}
+
+char *vt_utf8_hex(const char *s, size_t n)
+{
+    static const char h[] = "0123456789abcdef";
+    char *out = malloc(2 * n + 1);
+    for (size_t i = 0; out && i < n; i++) {
+        out[2 * i] = h[(unsigned char)s[i] >> 4];
+        out[2 * i + 1] = h[(unsigned char)s[i] & 15];
+    }
+    if (out)
+        out[2 * n] = '\0';
+    return out;
+}

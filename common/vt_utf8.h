@@ -16,4 +16,13 @@ size_t vt_utf8_check(const char *s, size_t n);
 /* Whether s[0..n) is well-formed UTF-8. */
 int vt_utf8_valid(const char *s, size_t n);
 
+/* s[0..n) as text every JSON reader takes: each byte that does not belong
+ * to a well-formed sequence, and each NUL, becomes U+FFFD. NUL-terminated,
+ * malloc'd (NULL: out of memory); *changed (may be NULL) is 1 when a byte
+ * was replaced (the caller then keeps the exact bytes beside it). */
+char *vt_utf8_text(const char *s, size_t n, int *changed);
+
+/* The bytes s[0..n) in lower-case hex, NUL-terminated, malloc'd. */
+char *vt_utf8_hex(const char *s, size_t n);
+
 #endif

@@ -6,6 +6,7 @@
 
 #include "../capture/canonical_json.h"
 #include "../capture/capture.h"
+#include "../common/vt_json.h"
 #include "../common/vt_publish.h"
 #include "../common/vt_sbuf.h"
 #include "../engine/gguf_file.h"
@@ -99,16 +100,22 @@ static void display(const char *s, size_t n, char *out, size_t cap)
     out[k] = '\0';
 }
 
-/* A token's text (display form), or 0 without a vocabulary. */
-static int tok_text(vt_neartie *c, int32_t id, char *out, size_t cap)
+/* A token's bytes (raw, n), or 0 without a vocabulary. */
+static int tok_bytes(vt_neartie *c, int32_t id, char *raw, size_t cap, size_t *n)
 {
     if (!c->tok)
         return 0;
-    char raw[256];
-    size_t n = 0;
     vt_error e;
     vt_error_clear(&e);
-    if (vt_detokenize(c->tok, &id, 1, raw, sizeof raw, &n, &e) != VT_OK)
+    return vt_detokenize(c->tok, &id, 1, raw, cap, n, &e) == VT_OK;
+}
+
+/* A token's text (display form, for the table), or 0 without a vocabulary. */
+static int tok_text(vt_neartie *c, int32_t id, char *out, size_t cap)
+{
+    char raw[256];
+    size_t n = 0;
+    if (!tok_bytes(c, id, raw, sizeof raw, &n))
         return 0;
     display(raw, n, out, cap);
     return 1;
@@ -124,13 +131,17 @@ static void tok_show(vt_neartie *c, int32_t id, char *out, size_t cap)
         snprintf(out, cap, "%d", id);
 }
 
+/* {id, text?, text_hex?}: the token's bytes as text, those that are not
+ * UTF-8 (a token that splits a character, a NUL) as U+FFFD with the exact
+ * bytes in hex beside (common/vt_json.h). */
 static cJSON *tok_json(vt_neartie *c, int32_t id)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", id);
-    char t[200];
-    if (tok_text(c, id, t, sizeof t))
-        cJSON_AddStringToObject(o, "text", t);
+    char raw[256];
+    size_t n = 0;
+    if (tok_bytes(c, id, raw, sizeof raw, &n))
+        vt_json_add_bytes(o, "text", raw, n);
     return o;
 }
 
@@ -536,9 +547,11 @@ static int build_report(vt_neartie *c, vt_error *err)
     for (int i = 0; i < c->n_gate_reasons; i++)
         cJSON_AddItemToArray(reasons, cJSON_CreateString(c->gate_reasons[i]));
 
-    /* Sealed like a capture: the canonical JSON of everything above. */
+    /* Sealed like a capture: the canonical JSON of everything above, its
+     * strings (file names, reasons) valid UTF-8 whatever they held. */
     vt_sha256_hex seal;
-    int rc = vt_canonical_seal(r, &seal, &c->report, &c->report_len, err);
+    int rc = vt_json_make_text(r) == 0 ? vt_canonical_seal(r, &seal, &c->report, &c->report_len, err)
+                                       : vt_error_set(err, VT_EINPUT, "report: out of memory");
     cJSON_Delete(r);
     return rc;
 }

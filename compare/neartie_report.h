@@ -40,9 +40,11 @@
  *    oracle's, and the oracle capture its token over the local one, from
  *    each capture's top-k side file (null where it has none or the other
  *    token is not in its top k): how near the tie was on each side.
- *    Token text is the token's bytes from the model's vocabulary, with
- *    control characters and bytes that are not UTF-8 written as \n, \xNN;
- *    absent when no vocabulary could be opened;
+ *    Token text ({id, text?, text_hex?}) is the token's bytes from the
+ *    model's vocabulary; bytes that are not UTF-8 (a token that splits a
+ *    character) and NUL are U+FFFD in text, and text_hex then holds the
+ *    exact bytes; absent when no vocabulary could be opened. (The text
+ *    table writes control characters and such bytes as \n, \xNN.)
  *  - JUnit XML: one test case per prompt, a failed prompt as <failure>
  *    with its divergence in the message.
  * The report and the JUnit file (and the prefix scores, with score_with and

@@ -9,6 +9,7 @@
 #include "cmds.h"
 
 #include "common/vt_error.h"
+#include "common/vt_utf8.h"
 #include "engine/codec.h"
 #include "engine/gguf_file.h"
 
@@ -145,47 +146,26 @@ static const char *esc_name(char *buf, size_t cap, vt_gguf_str s)
     return buf;
 }
 
-/* A string from the file as valid UTF-8 for JSON: invalid bytes and NULs
- * (which cJSON cannot hold) become U+FFFD. */
-static char *utf8_clean(vt_gguf_str s)
-{
-    size_t cap = (size_t)s.len * 3 + 1;
-    char *out = malloc(cap), *o = out;
-    if (!out)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)s.ptr, *end = p + s.len;
-    while (p < end) {
-        unsigned c = *p;
-        int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        int ok = n > 0 && c != 0 && end - p >= n;
-        for (int i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xc0) == 0x80;
-        if (ok && n > 1) {
-            /* Refuse overlong forms, surrogates and code points past U+10FFFF. */
-            unsigned cp = n == 2 ? (c & 0x1f) << 6 | (p[1] & 0x3f)
-                        : n == 3 ? (c & 0x0f) << 12 | (p[1] & 0x3f) << 6 | (p[2] & 0x3f)
-                                 : (c & 0x07) << 18 | (p[1] & 0x3f) << 12 | (p[2] & 0x3f) << 6 | (p[3] & 0x3f);
-            unsigned min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
-            ok = cp >= min && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
-        }
-        if (ok) {
-            memcpy(o, p, (size_t)n);
-            o += n;
-            p += n;
-        } else {
-            memcpy(o, "\xef\xbf\xbd", 3);
-            o += 3;
-            p++;
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
+/* A GGUF string as JSON: the string itself when it is UTF-8; else (bytes
+ * that are not UTF-8, a NUL) {"text": with U+FFFD for those bytes,
+ * "hex": the exact bytes}, so that every JSON vt writes is valid UTF-8
+ * and no byte is lost. */
 static cJSON *json_str(vt_gguf_str s)
 {
-    char *c = utf8_clean(s);
-    cJSON *j = c ? cJSON_CreateString(c) : NULL;
+    int changed = 0;
+    char *c = vt_utf8_text(s.ptr, (size_t)s.len, &changed);
+    cJSON *j = NULL;
+    if (c && !changed) {
+        j = cJSON_CreateString(c);
+    } else if (c) {
+        char *hex = vt_utf8_hex(s.ptr, (size_t)s.len);
+        j = hex ? cJSON_CreateObject() : NULL;
+        if (j) {
+            cJSON_AddStringToObject(j, "text", c);
+            cJSON_AddStringToObject(j, "hex", hex);
+        }
+        free(hex);
+    }
     free(c);
     return j;
 }
@@ -460,7 +440,7 @@ static cJSON *build_json(const report *r)
             continue;
         vt_gguf_str k = vt_gguf_kv_key(g, i);
         vt_gguf_str sub = { k.ptr + r->arch.len + 1, k.len - r->arch.len - 1 };
-        char *key = utf8_clean(sub);
+        char *key = vt_utf8_text(sub.ptr, (size_t)sub.len, NULL); /* a member name: text only */
         if (key)
             cJSON_AddItemToObject(hp, key, json_scalar(vt_gguf_kv_value(g, i)));
         free(key);

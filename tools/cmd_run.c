@@ -2,6 +2,7 @@
  * given continuation; per position the token, its text and the top log-probs. */
 #include "cmds.h"
 
+#include "../common/vt_json.h"
 #include "../common/vt_parse.h"
 #include "../engine/gguf_file.h"
 #include "../engine/runner.h"
@@ -272,7 +273,9 @@ int vt_cmd_run(int argc, char **argv)
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddNumberToObject(e, "pos", i);
                 cJSON_AddNumberToObject(e, "token", gen[i]);
-                cJSON_AddStringToObject(e, "text", t ? t : "");
+                size_t tn = 0;
+                const char *tp = tok ? vt_tokenizer_token_piece(tok, gen[i], &tn) : NULL;
+                vt_json_add_bytes(e, "text", tp ? tp : "", tp ? tn : 0);
                 cJSON_AddNumberToObject(e, "logprob", lp[gen[i]]);
                 cJSON *arr = cJSON_AddArrayToObject(e, "top");
                 for (int k = 0; k < show_top; k++) {
@@ -298,7 +301,7 @@ int vt_cmd_run(int argc, char **argv)
         else if (text_all)
             text_all[0] = '\0';
         if (json) {
-            cJSON_AddStringToObject(root, "text", text_all ? text_all : "");
+            vt_json_add_bytes(root, "text", text_all ? text_all : "", text_all ? text_len : 0);
             char *out = cJSON_PrintUnformatted(root);
             if (out)
                 puts(out);

@@ -19,6 +19,8 @@
 /* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
 static inline char *vt_test_slurp(const char *path, size_t *len)
 {
+    if (len)
+        *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
