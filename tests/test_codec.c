@@ -2,6 +2,8 @@
  * (small version of `vt codec check`), packed gather and its id checks. */
 #include <criterion/criterion.h>
 
+#include "tests/support/vt_test.h"
+
 #include "engine/codec.h"
 #include "oracle/codec_check.h"
 #include "oracle/ggml_codec.h"
@@ -271,7 +273,7 @@ static int run_vt(const char *args, char *out, size_t out_size)
     size_t n = fread(out, 1, out_size - 1, p);
     out[n] = '\0';
     int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return vt_test_exit(st, cmd, out);
 }
 
 Test(cli, codec_check_prints_per_type_and_a_closing_count)

@@ -8,6 +8,8 @@
  * `vt fixture make` exit 2 with one line naming the option. */
 #include <criterion/criterion.h>
 
+#include "tests/support/vt_test.h"
+
 #include "engine/codec.h"
 #include "engine/gguf_file.h"
 #include "engine/tokenizer.h"
@@ -418,7 +420,7 @@ static int run_vt(const char *args, char *out, size_t cap)
     size_t n = fread(out, 1, cap - 1, p);
     out[n] = '\0';
     int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return vt_test_exit(st, cmd, out);
 }
 
 Test(qwen3_fixture, cli_makes_the_same_file_as_the_library)

@@ -116,3 +116,121 @@ Test(neartie, an_argmax_tie_is_a_zero_gap_and_a_diverging_tie_is_near_tie)
     cr_assert_eq(r.first_divergence, 1);
     cr_assert_eq(vt_nt_gap_mnats(-0.5, -0.4), 0.0); /* rounding can make logp(local) > logp(argmax) */
 }
+
+/* ---------------------------------------------------------------- metrics */
+
+#include "capture/logits_file.h"
+#include "compare/kld.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { NV = 4, NPOS = 4 };
+
+/* One prompt of NPOS positions over a vocabulary of NV, logits ln(prob[i]) +
+ * shift written to a vt.logits/1 side file in dir, as a document the
+ * metrics read (vt_doc with its meta, side file and oracle tokens). */
+static void metrics_doc(vt_doc *d, const char *dir, const char *name, const double prob[NPOS][NV], float shift,
+                        const int32_t *tokens)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    float logits[NPOS * NV];
+    for (int i = 0; i < NPOS; i++)
+        for (int v = 0; v < NV; v++)
+            logits[i * NV + v] = (float)log(prob[i][v]) + shift;
+    vt_logits_writer *w = vt_logits_writer_new(dir, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(vt_logits_writer_add(w, 0, 0, logits, NPOS, NV, &err), VT_OK, "%s", err.msg);
+    vt_sha256_hex sha;
+    uint64_t size;
+    cr_assert_eq(vt_logits_writer_finish(w, &sha, &size, &err), VT_OK, "%s", err.msg);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(vt_logits_writer_copy(w, fd, &err), VT_OK, "%s", err.msg);
+    close(fd);
+    vt_logits_writer_free(w);
+    memset(d, 0, sizeof *d);
+    d->path = strdup(name);
+    d->logits_path = strdup(path);
+    d->meta = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(d->meta, "model"), "gguf"), "n_vocab", NV);
+    cJSON *lf = cJSON_AddObjectToObject(d->meta, "logits_file");
+    cJSON_AddNumberToObject(lf, "size", (double)size);
+    cJSON_AddStringToObject(lf, "sha256", sha.hex);
+    d->n_prompts = 1;
+    d->off = calloc(1, sizeof *d->off);
+    d->n = calloc(1, sizeof *d->n);
+    d->n[0] = NPOS;
+    d->tokens = malloc(NPOS * sizeof *d->tokens);
+    memcpy(d->tokens, tokens, NPOS * sizeof *d->tokens);
+}
+
+/* The distribution metrics against values worked out by hand. Oracle p,
+ * local q at four positions:
+ *   0: p = q = (1/2, 1/4, 1/8, 1/8)                 KL 0
+ *   1: p as 0, q = (1/4, 1/2, 1/8, 1/8)             KL = 1/2 ln 2 - 1/4 ln 2 = ln2 / 4
+ *   2: p as 0, q = (1/8, 1/4, 1/8, 1/2)             KL = 1/2 ln 4 - 1/8 ln 4 = 3 ln2 / 4
+ *   3: p = (1/4, 1/4, 1/4, 1/4), q as 0             KL = 1/4 (-ln2 + 0 + ln2 + ln2) = ln2 / 4
+ * sorted (0, 1, 1, 3) ln2/4: mean 5/16 ln2, median 1/4 ln2, p99 (llama.cpp's
+ * interpolation at 0.99 x 3 = 2.97) (1/4 + 0.97 x 1/2) ln2, max 3/4 ln2 at
+ * position 2, min 0; the mean's uncertainty sqrt(var / 3) with var =
+ * 11/64 ln2^2 - (5/16 ln2)^2 = 19/256 ln2^2. Top-1 (lowest id on ties): the
+ * same at 0 and 3, not at 1 and 2: 0.5. Local logits are ln q + 1, so
+ * max |dlogit| = 1 + 2 ln2 (position 2, ids 3: ln(1/2) + 1 - ln(1/8)) and
+ * max |dlogprob| = 2 ln2. The oracle's tokens are 0 everywhere: dp = q(0) -
+ * p(0) = 0, -1/4, -3/8, 1/4: max |dp| 3/8, RMS sqrt(17/256). */
+Test(metrics, computed_by_hand_on_four_distributions)
+{
+    static const double p[NPOS][NV] = { { .5, .25, .125, .125 }, { .5, .25, .125, .125 }, { .5, .25, .125, .125 },
+                                        { .25, .25, .25, .25 } };
+    static const double q[NPOS][NV] = { { .5, .25, .125, .125 }, { .25, .5, .125, .125 }, { .125, .25, .125, .5 },
+                                        { .5, .25, .125, .125 } };
+    static const int32_t tokens[NPOS] = { 0, 0, 0, 0 };
+    char dir[] = "/tmp/vt-metrics-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    vt_doc L, O;
+    metrics_doc(&L, dir, "L.logits", q, 1.0f, tokens);
+    metrics_doc(&O, dir, "O.logits", p, 0.0f, tokens);
+    const int32_t comparable[1] = { NPOS };
+    vt_nt_metrics m;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_nt_metrics_compute(&L, &O, comparable, &m, &err), VT_OK, "%s", err.msg);
+    const double ln2 = log(2.0), tol = 1e-6; /* float32 logits */
+    cr_assert(m.available, "%s", m.reason);
+    cr_assert_eq(m.positions, 4);
+    cr_assert_eq(m.prompts, 1);
+    cr_assert(fabs(m.kld_mean - 5.0 / 16 * ln2) < tol, "mean %.9g", m.kld_mean);
+    cr_assert(fabs(m.kld_median - 0.25 * ln2) < tol, "median %.9g", m.kld_median);
+    cr_assert(fabs(m.kld_p99 - (0.25 + 0.97 * 0.5) * ln2) < tol, "p99 %.9g", m.kld_p99);
+    cr_assert(fabs(m.kld_max - 0.75 * ln2) < tol, "max %.9g", m.kld_max);
+    cr_assert(fabs(m.kld_min) < tol, "min %.9g", m.kld_min);
+    cr_assert_eq(m.kld_max_prompt, 0);
+    cr_assert_eq(m.kld_max_position, 2);
+    cr_assert(fabs(m.kld_mean_unc - ln2 * sqrt(19.0 / 256 / 3)) < tol, "uncertainty %.9g", m.kld_mean_unc);
+    cr_assert_eq(m.same_top, 2);
+    cr_assert_eq(m.top1_agreement, 0.5);
+    cr_assert(fabs(m.max_abs_dlogit - (1 + 2 * ln2)) < tol, "max |dlogit| %.9g", m.max_abs_dlogit);
+    cr_assert(fabs(m.max_abs_dlogprob - 2 * ln2) < tol, "max |dlogprob| %.9g", m.max_abs_dlogprob);
+    cr_assert(fabs(m.max_abs_dp - 0.375) < tol, "max |dp| %.9g", m.max_abs_dp);
+    cr_assert(fabs(m.rms_dp - sqrt(17.0 / 256)) < tol, "RMS dp %.9g", m.rms_dp);
+    /* Only the positions with identical prefixes count: the first two. */
+    const int32_t first_two[1] = { 2 };
+    cr_assert_eq(vt_nt_metrics_compute(&L, &O, first_two, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(m.positions, 2);
+    cr_assert(fabs(m.kld_mean - ln2 / 8) < tol && fabs(m.kld_max - ln2 / 4) < tol, "mean %.9g max %.9g", m.kld_mean,
+              m.kld_max);
+    cr_assert_eq(m.top1_agreement, 0.5);
+    vt_doc_free(&L);
+    vt_doc_free(&O);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -556,91 +556,36 @@ static cJSON *check_report(const char *path)
     return r;
 }
 
-/* A minimal well-formedness check of XML: declaration, matched tags,
- * quoted attributes, no raw '<' or '&' outside markup and entities.
- * Counts the elements named count_a and count_b. */
-static void check_xml(const char *s, const char *count_a, int *n_a, const char *count_b, int *n_b)
-{
-    char stack[16][64];
-    int depth = 0, roots = 0;
-    *n_a = *n_b = 0;
-    cr_assert(strncmp(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 38) == 0, "no XML declaration");
-    const char *p = strstr(s, "?>") + 2;
-    while (*p) {
-        if (*p == '&') {
-            const char *semi = strchr(p, ';');
-            cr_assert(semi && semi - p <= 6, "bare '&' at %.20s", p);
-            char ent[8];
-            snprintf(ent, sizeof ent, "%.*s", (int)(semi - p + 1), p);
-            cr_assert(!strcmp(ent, "&amp;") || !strcmp(ent, "&lt;") || !strcmp(ent, "&gt;") || !strcmp(ent, "&quot;") ||
-                          !strcmp(ent, "&apos;") || ent[1] == '#',
-                      "unknown entity %s", ent);
-            p = semi + 1;
-            continue;
-        }
-        if (*p != '<') {
-            cr_assert(*p != '>', "raw '>' in text is legal, but vt escapes it");
-            cr_assert((unsigned char)*p >= 0x20 || *p == '\n' || *p == '\t' || *p == '\r', "control byte in text");
-            p++;
-            continue;
-        }
-        int closing = p[1] == '/';
-        const char *name = p + 1 + closing;
-        size_t nl = strcspn(name, " />");
-        cr_assert(nl > 0 && nl < 64);
-        char tag[64];
-        memcpy(tag, name, nl);
-        tag[nl] = '\0';
-        /* Attributes: name="value" with no '<' inside and entities only. */
-        const char *q = name + nl;
-        while (*q && *q != '>' && !(q[0] == '/' && q[1] == '>')) {
-            if (*q == '"') {
-                const char *end = strchr(q + 1, '"');
-                cr_assert_not_null(end, "unterminated attribute");
-                for (const char *c = q + 1; c < end; c++) {
-                    cr_assert(*c != '<', "'<' in an attribute");
-                    cr_assert((unsigned char)*c >= 0x20, "control byte in an attribute");
-                    if (*c == '&')
-                        cr_assert(strchr(c, ';') && strchr(c, ';') < end, "bare '&' in an attribute");
-                }
-                q = end + 1;
-            } else {
-                q++;
-            }
-        }
-        cr_assert(*q, "unterminated tag");
-        int self = q[0] == '/';
-        if (closing) {
-            cr_assert(depth > 0 && strcmp(stack[depth - 1], tag) == 0, "</%s> does not close <%s>", tag,
-                      depth ? stack[depth - 1] : "");
-            depth--;
-        } else {
-            if (strcmp(tag, count_a) == 0)
-                (*n_a)++;
-            if (strcmp(tag, count_b) == 0)
-                (*n_b)++;
-            if (depth == 0)
-                roots++;
-            if (!self) {
-                cr_assert(depth < 16);
-                snprintf(stack[depth++], 64, "%s", tag);
-            }
-        }
-        p = q + (self ? 2 : 1);
-    }
-    cr_assert_eq(depth, 0, "unclosed <%s>", depth ? stack[depth - 1] : "");
-    cr_assert_eq(roots, 1, "one root element");
-}
-
+/* The JUnit file through a real XML parser (Python's ElementTree over
+ * expat, which refuses what is not well-formed XML 1.0): the root is
+ * <testsuites>, with one <testcase> per prompt and one <failure> per
+ * failed prompt, and the counts in its attributes say the same. Also
+ * checks the properties every report carries. */
 static void check_junit(const char *path, int want_cases, int want_failures)
 {
-    char *x = slurp(path, NULL);
-    cr_assert_not_null(x, "%s", path);
-    int cases, failures;
-    check_xml(x, "testcase", &cases, "failure", &failures);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); "
+             "p = {x.get(\"name\"): x.get(\"value\") for x in r.iter(\"property\")}; "
+             "print(r.tag, len(r.findall(\".//testcase\")), len(r.findall(\".//failure\")), r.get(\"tests\"), "
+             "r.get(\"failures\"), p.get(\"strict_evidence\"), p.get(\"scorer_disagreements\"))' '%s' 2>&1", path);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[1024] = "";
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    line[n] = '\0';
+    cr_assert_eq(vt_test_exit(pclose(f), cmd, line), 0, "%s: not well-formed XML: %s", path, line);
+    char root[64], tests[16], failures[16], strict[16], dis[32];
+    int cases = -1, fails = -1;
+    cr_assert_eq(sscanf(line, "%63s %d %d %15s %15s %15s %31s", root, &cases, &fails, tests, failures, strict, dis), 7,
+                 "%s", line);
+    cr_assert_str_eq(root, "testsuites");
     cr_assert_eq(cases, want_cases, "testcases %d", cases);
-    cr_assert_eq(failures, want_failures, "failures %d", failures);
-    free(x);
+    cr_assert_eq(fails, want_failures, "failures %d", fails);
+    cr_assert_eq(atoi(tests), want_cases, "%s", line);
+    cr_assert_eq(atoi(failures), want_failures, "%s", line);
+    cr_assert(!strcmp(strict, "true") || !strcmp(strict, "false"), "strict_evidence: %s", line);
+    cr_assert_str_neq(dis, "None", "no scorer_disagreements property: %s", line);
 }
 
 static const cJSON *report_prompt(const cJSON *r, int p) { return cJSON_GetArrayItem(get(r, "prompts"), p); }
@@ -1997,18 +1942,22 @@ enum { N_STRICT = (int)(sizeof strict_prompts / sizeof strict_prompts[0]) };
 
 /* A fixture of the given weights, the prompts, and both runners' captures:
  * 10 repeats x 16 tokens, one thread, full logits. */
-static void real_captures(env *e, const char *weights, char *model, size_t cap)
+static void real_captures_of(env *e, const char *weights, char *model, size_t cap, const char *prompt_file)
 {
     snprintf(model, cap, "%s/tiny-%s.gguf", e->dir, weights);
     cr_assert_eq(sh(e, "'%s' fixture make --arch qwen3 --preset tiny --weights %s --seed 1 -o '%s'", VT_BIN, weights,
                     model), 0, "%s", e->cmd_err);
-    char prompts[160];
+    char prompts[300];
     snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", e->dir);
-    FILE *f = fopen(prompts, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < N_STRICT; i++)
-        fprintf(f, "{\"id\":\"p%02d\",\"text\":\"%s\"}\n", i, strict_prompts[i]);
-    fclose(f);
+    if (prompt_file) {
+        snprintf(prompts, sizeof prompts, "%s", prompt_file);
+    } else {
+        FILE *f = fopen(prompts, "w");
+        cr_assert_not_null(f);
+        for (int i = 0; i < N_STRICT; i++)
+            fprintf(f, "{\"id\":\"p%02d\",\"text\":\"%s\"}\n", i, strict_prompts[i]);
+        fclose(f);
+    }
     /* Strict captures, as vt-neartie wants them by default. */
     cr_assert_eq(sh(e, "cd '%s' && '%s' provenance manifest make '%s' -o manifest.json", e->dir, VT_BIN, model), 0, "%s",
                  e->cmd_err);
@@ -2023,6 +1972,11 @@ static void real_captures(env *e, const char *weights, char *model, size_t cap)
                            "'%s/manifest.json' --launcher-manifest '%s/launcher.json' %s %s", VT_BIN, runner[k], model,
                         prompts, out[k], out[k], e->dir, e->dir, k ? "--package" : "", k ? PACKAGE : ""), 0, "%s",
                      e->cmd_err);
+}
+
+static void real_captures(env *e, const char *weights, char *model, size_t cap)
+{
+    real_captures_of(e, weights, model, cap, NULL);
 }
 
 static void check_all_strict(env *e, int n)
@@ -2156,5 +2110,40 @@ Test(real, one_engine_token_changed_fails_the_gate, .timeout = 600)
     cJSON_Delete(r);
     check_junit(e.J, N_STRICT, 1);
     cr_assert(strstr(e.cmd_out, "p04     failed             3"), "%s", e.cmd_out);
+    teardown(&e);
+}
+
+/* The near-tie-only path on real numbers: the tiny Q8_0 fixture and the 16
+ * built-in prompts, engine against llama.cpp, both strict. Prompt p11
+ * ("日本語のテキストと中文文本") parts at position 11: the engine's 530 "ial"
+ * against llama.cpp's 1199 "its", which llama.cpp, teacher-forced on the
+ * engine's stream, prefers by 125.7 milli-nats: near-tie-only, every
+ * other prompt strict. */
+Test(real, a_real_near_tie_is_near_tie_only, .timeout = 600)
+{
+    env e;
+    setup(&e);
+    char model[160];
+    real_captures_of(&e, "Q8_0", model, sizeof model, VT_SOURCE_DIR "/fixtures/prompts/default16.jsonl");
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE " --model '%s' "
+                    "--out '%s' --junit '%s' --require-strict 15", VT_BIN, e.L, e.O, model, e.R, e.J);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    const cJSON *t = get(r, "totals");
+    cr_assert_eq(get(t, "strict")->valuedouble, 15);
+    cr_assert_eq(get(t, "near_tie_only")->valuedouble, 1);
+    cr_assert_eq(get(t, "failed")->valuedouble, 0);
+    const cJSON *p = report_prompt(r, 11);
+    cr_assert_str_eq(get(p, "id")->valuestring, "p11");
+    cr_assert_str_eq(get(p, "class")->valuestring, "near-tie-only");
+    const cJSON *fd = get(p, "first_divergence");
+    cr_assert_eq(get(fd, "position")->valuedouble, 11);
+    cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, 530);
+    cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, 1199);
+    double gap = get(fd, "gap_mnats")->valuedouble;
+    cr_assert(gap > 125 && gap < 126.5, "gap %.3f milli-nats", gap);
+    cr_assert(cJSON_IsTrue(get(get(r, "evidence"), "strict")));
+    cJSON_Delete(r);
+    check_junit(e.J, 16, 0);
     teardown(&e);
 }

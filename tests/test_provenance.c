@@ -7,6 +7,8 @@
  * a wrong lock, members outside the package, a strict package.json). */
 #include <criterion/criterion.h>
 
+#include "tests/support/vt_test.h"
+
 #include "provenance/provenance.h"
 
 #include <archive.h>
@@ -114,9 +116,7 @@ static void flip_byte(const char *path, long off)
 
 static int run(const char *cmd)
 {
-    int st = system(cmd);
-    cr_assert(WIFEXITED(st), "%s", cmd);
-    return WEXITSTATUS(st);
+    return vt_test_exit(system(cmd), cmd, NULL);
 }
 
 static int has_line(char **lines, int n, const char *a, const char *b)

@@ -1,0 +1,22 @@
+/* A child that a sanitizer reports (CMakeLists.txt, test sanitizer_exit_codes):
+ * VT_CHILD_asan reads past a heap block, VT_CHILD_ubsan overflows a signed
+ * int. The values come from argc so that no compiler folds them away. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+#if defined(VT_CHILD_asan)
+    volatile char *p = malloc(4);
+    int c = p[3 + argc];
+    free((void *)p);
+    return c == 12345;
+#else
+    volatile int x = INT_MAX - 1 + argc;
+    x = x + argc;
+    printf("%d\n", x);
+    return 0;
+#endif
+}
