@@ -94,10 +94,10 @@ void vt_nt_guard_stage(const vt_nt_inputs *in, vt_nt_stage stage, vt_reasons *ou
 int vt_nt_allow_field_known(const char *field, const char **list);
 
 /* The first place two documents' runtimes differ in depth (runner name,
- * version, backend, device, library, binary sha256, loaded objects by
- * sha256, package sha256), as "runtime.runner.version: A, B"; "" if they
- * are the same; 0 (why set) if either is not resolved and cannot be
- * compared. */
+ * version, backend, device, binary sha256, every loaded object, the
+ * runner's library among them, by sha256, package sha256), as
+ * "runtime.runner.version: A, B"; "" if they are the same; 0 (why set) if
+ * either is not resolved and cannot be compared. */
 int vt_nt_runtime_difference(const vt_doc *a, const vt_doc *b, char *why, size_t cap);
 
 #endif

@@ -186,3 +186,81 @@ Test(agree, cli_exit_codes_and_repeats)
             cr_assert_eq(run_status(args), 0, "%s", args);
         }
 }
+
+/* A runner of the test's own (runner.h: one table of functions) whose
+ * vocabulary size it is told: logits that depend on the position only. */
+static int32_t fake_vocab;
+static int fake_open(const vt_runner_settings *s, void **state, vt_error *err)
+{
+    (void)s;
+    (void)err;
+    int32_t *nv = malloc(sizeof *nv);
+    *nv = fake_vocab;
+    *state = nv;
+    return VT_OK;
+}
+static int fake_reset(void *state, vt_error *err)
+{
+    (void)state;
+    (void)err;
+    return VT_OK;
+}
+static int fake_eval(void *state, const int32_t *tokens, int32_t n, int all, float *logits, vt_error *err)
+{
+    (void)tokens;
+    (void)err;
+    int32_t nv = *(int32_t *)state;
+    for (int32_t i = 0; i < (all ? n : 1); i++)
+        for (int32_t v = 0; v < nv; v++)
+            logits[(size_t)i * nv + v] = (float)((v * 7 + i) % 11) / 4.0f;
+    return VT_OK;
+}
+static int32_t fake_n_vocab(void *state) { return *(int32_t *)state; }
+static void fake_identity(void *state, vt_runner_identity *out)
+{
+    (void)state;
+    *out = (vt_runner_identity){ "fake", "1", "cpu", "cpu", "", "" };
+}
+static void fake_close(void *state) { free(state); }
+static const vt_runner_ops fake_ops = { .name = "fake", .open = fake_open, .reset = fake_reset, .eval = fake_eval,
+                                        .n_vocab = fake_n_vocab, .identity = fake_identity, .close = fake_close };
+
+static vt_runner *fake_runner(int32_t nv)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "none";
+    s.n_ctx = 64;
+    s.n_batch = 64;
+    fake_vocab = nv;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r = vt_runner_open(&fake_ops, &s, &err);
+    cr_assert_not_null(r, "%s", err.msg);
+    return r;
+}
+
+/* What vt_agree_run refuses, each beside the same call that runs. */
+Test(agree, refuses_other_vocabularies_and_nothing_to_generate)
+{
+    static const int32_t prompt[3] = { 1, 2, 3 };
+    const int32_t *prompts[1] = { prompt };
+    const int32_t lens[1] = { 3 };
+    vt_runner *a = fake_runner(10), *b = fake_runner(11), *c = fake_runner(10);
+    vt_agree_summary sum;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_agree_run(a, b, prompts, lens, 1, 4, 500.0, NULL, &sum, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "agree: vocabulary sizes differ: local 10, oracle 11"), "%s", err.msg);
+    cr_assert_eq(vt_agree_run(a, c, prompts, lens, 1, 0, 500.0, NULL, &sum, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "agree: 0 tokens to generate: expected at least 1"), "%s", err.msg);
+    /* The same vocabulary and tokens to generate: it runs, the same logits agree. */
+    vt_error_clear(&err);
+    cr_assert_eq(vt_agree_run(a, c, prompts, lens, 1, 4, 500.0, NULL, &sum, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(sum.n_prompts, 1);
+    cr_assert_eq(sum.strict, 1);
+    cr_assert_eq(sum.max_abs_dlogprob_all, 0.0);
+    vt_runner_close(a);
+    vt_runner_close(b);
+    vt_runner_close(c);
+}

@@ -891,6 +891,60 @@ Test(prefix, outputs_may_not_alias_the_local_capture_or_its_side_files)
     teardown(&e);
 }
 
+/* A LOCAL whose first run failed has no stream to score: refused, naming
+ * the run (the same capture with the run ok is scored). */
+Test(prefix, refuses_a_local_whose_repeat_0_failed)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 3 --top-k 0 "
+                        "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out), 0, "%s", e.cmd_err);
+    char bad[160], scores[160];
+    snprintf(bad, sizeof bad, "%s/bad.json", e.dir);
+    snprintf(scores, sizeof scores, "%s/scores.json", e.dir);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+                    e.model, e.out, scores), 0, "%s", e.cmd_err);
+    unlink(scores);
+    /* Run 0 (prompt 0, repeat 0) failed, the capture re-sealed as vt-capture would. */
+    cJSON *doc = load_json(e.out);
+    cJSON *runs = cJSON_GetObjectItem(doc, "runs");
+    cJSON *run = cJSON_CreateObject();
+    cJSON_AddNumberToObject(run, "prompt", 0);
+    cJSON_AddNumberToObject(run, "repeat", 0);
+    cJSON_AddStringToObject(run, "status", "error");
+    cJSON_AddStringToObject(run, "error", "out of memory");
+    cJSON_AddArrayToObject(run, "tokens");
+    cJSON_ReplaceItemInArray(runs, 0, run);
+    cJSON *det = cJSON_GetObjectItem(doc, "determinism");
+    cJSON_ReplaceItemInObject(det, "identical_tokens", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObject(det, "identical_logits", cJSON_CreateFalse());
+    cJSON_DeleteItemFromObject(doc, "workload_seal");
+    cJSON_DeleteItemFromObject(doc, "seal");
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *w = vt_capture_workload(doc);
+    vt_sha256_hex h;
+    cr_assert_eq(vt_canonical_sha256(w, &h, &err), VT_OK);
+    cJSON_Delete(w);
+    cJSON_AddStringToObject(doc, "workload_seal", h.hex);
+    cr_assert_eq(vt_canonical_sha256(doc, &h, &err), VT_OK);
+    cJSON_AddStringToObject(doc, "seal", h.hex);
+    size_t tn;
+    char *text = vt_canonical_json(doc, &tn, NULL);
+    text = realloc(text, tn + 2);
+    memcpy(text + tn, "\n", 2);
+    spit(bad, text);
+    free(text);
+    cJSON_Delete(doc);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
+                e.model, bad, scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "bad.json: field runs[0].status: prompt 0 repeat 0 failed: expected ok"), "%s",
+              e.cmd_err);
+    cr_assert(!exists(scores));
+    teardown(&e);
+}
+
 Test(prefix, refuses_a_tampered_or_malformed_local)
 {
     env e;

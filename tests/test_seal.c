@@ -490,6 +490,15 @@ Test(seal, extract_refuses_duplicate_name)
     expect_refused(it, 2, "", 2, "duplicate name refused");
 }
 
+/* A directory "d/" and a file "d" are one name on disk: the file takes the
+ * directory's place in the manifest, and the directory is missing. */
+Test(seal, extract_refuses_a_file_and_a_directory_of_one_name)
+{
+    item it[] = { OK_ITEM, { .name = "d", .type = 'd' },
+                  { .name = "d", .type = 'f', .data = "x", .len = 1, .unlisted = 1 } };
+    expect_refused(it, 3, "", 1, "member 'd/': in the manifest, missing from the archive");
+}
+
 Test(seal, extract_refuses_case_collision)
 {
     item it[] = { { .name = "README", .type = 'f', .data = "a", .len = 1 },
