@@ -117,6 +117,38 @@ Test(neartie, an_argmax_tie_is_a_zero_gap_and_a_diverging_tie_is_near_tie)
     cr_assert_eq(vt_nt_gap_mnats(-0.5, -0.4), 0.0); /* rounding can make logp(local) > logp(argmax) */
 }
 
+/* What a prompt's result says where nothing diverged or every gap is 0
+ * (first_divergence and max_gap_pos -1: no position), and which position
+ * the largest gap names when two are equal (the first). */
+Test(neartie, no_divergence_no_gap_and_the_first_of_equal_gaps)
+{
+    int32_t tok[4] = { 5, 6, 7, 8 };
+    double lp[4] = { -0.25, -0.25, -0.25, -0.25 };
+    vt_nt_prompt_input in = { 4, tok, tok, lp, lp };
+    vt_nt_prompt_result r;
+    vt_nt_score_prompt(&in, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_STRICT);
+    cr_assert_eq(r.first_divergence, -1);
+    cr_assert_eq(r.max_gap_pos, -1, "every gap is 0: no position has the largest");
+    cr_assert_eq(r.max_gap_mnats, 0.0);
+    cr_assert_eq(r.zero_gaps, 4);
+    /* Two equal gaps of 100 milli-nats, at positions 1 and 3. */
+    double argmax[4] = { -0.25, -0.15, -0.25, -0.15 };
+    vt_nt_prompt_input in2 = { 4, tok, tok, lp, argmax };
+    vt_nt_score_prompt(&in2, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_STRICT, "the same tokens: strict whatever the gaps");
+    cr_assert_eq(r.max_gap_pos, 1);
+    cr_assert(fabs(r.max_gap_mnats - 100.0) < 1e-9, "%g", r.max_gap_mnats);
+    cr_assert_eq(r.within_gaps, 2);
+    cr_assert_eq(r.zero_gaps, 2);
+    /* No position at all: failed, never strict. */
+    vt_nt_prompt_input none = { 0, tok, tok, lp, lp };
+    vt_nt_score_prompt(&none, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_FAILED);
+    cr_assert_eq(r.first_divergence, -1);
+    cr_assert_eq(r.max_gap_pos, -1);
+}
+
 /* ---------------------------------------------------------------- metrics */
 
 #include "capture/logits_file.h"
