@@ -18,6 +18,7 @@
 #include <criterion/criterion.h>
 
 #include "capture/canonical_json.h"
+#include "engine/gguf_file.h"
 #include "capture/capture.h"
 #include "capture/json_schema.h"
 #include "capture/logits_file.h"
@@ -432,6 +433,101 @@ Test(strict, refuses_a_wheel_that_nothing_ran_from)
     expect_refused(&e, rc, "by rule package (1 reason): package.problems[0]: no shared object this process loaded "
                            "comes from ");
     cr_assert(strstr(e.cmd_err, "the runner's code is not bound to the package"), "%s", e.cmd_err);
+    teardown(&e);
+}
+
+/* Every refusal of vt_capture_open, each the one change from options that
+ * open (checked first), with its message. */
+typedef struct open_case {
+    const char *message;
+    void (*change)(env *e, vt_capture_opts *o);
+} open_case;
+
+static const char *const bogus_allow[] = { "temperatur" };
+static void oc_runner(env *e, vt_capture_opts *o) { (void)e, o->runner = "nope"; }
+static void oc_no_model(env *e, vt_capture_opts *o) { (void)e, o->model = NULL; }
+static void oc_no_prompts(env *e, vt_capture_opts *o) { (void)e, o->prompts = NULL; }
+static void oc_both_inputs(env *e, vt_capture_opts *o) { o->score_prefix_of = e->out; }
+static void oc_no_out(env *e, vt_capture_opts *o) { (void)e, o->out = NULL; }
+static void oc_repetitions(env *e, vt_capture_opts *o) { (void)e, o->repetitions = 0; }
+static void oc_top_k(env *e, vt_capture_opts *o) { (void)e, o->top_k = -1; }
+static void oc_topk_out(env *e, vt_capture_opts *o) { (void)e, o->top_k = 0, o->topk_out = "t.topk"; }
+static void oc_seed(env *e, vt_capture_opts *o) { (void)e, o->settings.seed = VT_CAPTURE_MAX_SEED + 1; }
+static void oc_package_kind(env *e, vt_capture_opts *o) { (void)e, o->package = "pkg.zip"; }
+static void oc_package_missing(env *e, vt_capture_opts *o) { (void)e, o->package = "/nonexistent/pkg.whl"; }
+static void oc_allow(env *e, vt_capture_opts *o)
+{
+    (void)e;
+    o->allow_differences = bogus_allow;
+    o->n_allow_differences = 1;
+}
+static void oc_side_dir(env *e, vt_capture_opts *o) { (void)e, o->logits_out = "/nonexistent/dir/c.logits"; }
+static void oc_launcher(env *e, vt_capture_opts *o)
+{
+    char *p = malloc(200);
+    snprintf(p, 200, "%s/bad-launcher.json", e->dir);
+    spit(p, "{\"launcher\":\"x\",\"host\":\"y\"}");
+    o->launcher_manifest = p; /* freed with the test's process */
+}
+static void oc_arch(env *e, vt_capture_opts *o)
+{
+    char *p = malloc(200);
+    snprintf(p, 200, "%s/no-arch.gguf", e->dir);
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gguf *g = vt_gguf_open(e->model, &err);
+    vt_gguf_writer *w = vt_gguf_writer_from(g, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_set_u32(w, "general.architecture", 7), VT_OK);
+    cr_assert_eq(vt_gguf_writer_write_file(w, p, &err), VT_OK, "%s", err.msg);
+    vt_gguf_writer_free(w);
+    vt_gguf_free(g);
+    o->model = p;
+}
+
+static const open_case open_cases[] = {
+    { "--runner 'nope': expected engine or llamacpp", oc_runner },
+    { "--model: missing: expected a GGUF file", oc_no_model },
+    { "--prompts/--score-prefix-of: expected exactly one of the two", oc_no_prompts },
+    { "--prompts/--score-prefix-of: expected exactly one of the two", oc_both_inputs },
+    { "--out: missing: expected the capture's path", oc_no_out },
+    { "--repetitions 0: expected at least 1", oc_repetitions },
+    { "--top-k -1: expected at least 0 (0: no top-k side file)", oc_top_k },
+    { "--topk-out t.topk: expected no top-k side file with --top-k 0", oc_topk_out },
+    { "--seed 9007199254740992: expected at most 2^53-1", oc_seed },
+    { "--package pkg.zip: expected a wheel (.whl) or an npm tarball (.tgz)", oc_package_kind },
+    { "/nonexistent/pkg.whl: cannot read: No such file or directory", oc_package_missing },
+    { "--allow-setting-difference 'temperatur': expected a settings field", oc_allow },
+    { "/nonexistent/dir/c.logits: directory cannot be resolved: expected an existing directory", oc_side_dir },
+    { "bad-launcher.json: launcher.manifest.command: missing", oc_launcher },
+    { "no-arch.gguf: key general.architecture: expected a UTF-8 string", oc_arch },
+};
+
+Test(capture, every_refusal_of_the_options)
+{
+    env e;
+    setup(&e);
+    for (size_t i = 0; i < sizeof open_cases / sizeof open_cases[0]; i++) {
+        vt_capture_opts o;
+        vt_capture_opts_default(&o);
+        o.runner = "engine";
+        o.model = e.model;
+        o.prompts = e.prompts;
+        o.out = e.out;
+        o.launcher_manifest = e.launcher;
+        vt_error err;
+        vt_error_clear(&err);
+        vt_capture *c = vt_capture_open(&o, &err);
+        cr_assert_not_null(c, "the base options: %s", err.msg);
+        vt_capture_free(c);
+        open_cases[i].change(&e, &o);
+        vt_error_clear(&err);
+        c = vt_capture_open(&o, &err);
+        cr_assert_null(c, "case %zu opened: expected '%s'", i, open_cases[i].message);
+        cr_assert_eq(err.code, VT_EINPUT);
+        cr_assert(strstr(err.msg, open_cases[i].message), "case %zu: '%s', expected '%s'", i, err.msg,
+                  open_cases[i].message);
+    }
     teardown(&e);
 }
 
@@ -891,6 +987,82 @@ Test(prefix, outputs_may_not_alias_the_local_capture_or_its_side_files)
     teardown(&e);
 }
 
+/* doc, sealed again as vt-capture writes it (anyone can), to path. */
+static void reseal_write(cJSON *doc, const char *path)
+{
+    cJSON_DeleteItemFromObject(doc, "workload_seal");
+    cJSON_DeleteItemFromObject(doc, "seal");
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *w = vt_capture_workload(doc);
+    vt_sha256_hex h;
+    cr_assert_eq(vt_canonical_sha256(w, &h, &err), VT_OK, "%s", err.msg);
+    cJSON_Delete(w);
+    cJSON_AddStringToObject(doc, "workload_seal", h.hex);
+    cr_assert_eq(vt_canonical_sha256(doc, &h, &err), VT_OK, "%s", err.msg);
+    cJSON_AddStringToObject(doc, "seal", h.hex);
+    size_t tn;
+    char *text = vt_canonical_json(doc, &tn, &err);
+    cr_assert_not_null(text, "%s", err.msg);
+    text = realloc(text, tn + 2);
+    memcpy(text + tn, "\n", 2);
+    spit(path, text);
+    free(text);
+}
+
+/* What a LOCAL must be to be scored with --model: captured on that model
+ * (one file, its sha256, its vocabulary size), every prompt with tokens. */
+Test(prefix, refuses_a_local_of_another_model)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 3 --top-k 0 "
+                        "--no-timestamp --out '%s'", VT_BIN, e.model, e.prompts, e.out), 0, "%s", e.cmd_err);
+    char bad[160], scores[160], other[160];
+    snprintf(bad, sizeof bad, "%s/bad.json", e.dir);
+    snprintf(scores, sizeof scores, "%s/scores.json", e.dir);
+    snprintf(other, sizeof other, "%s/other.gguf", e.dir);
+    cr_assert_eq(sh(&e, "'%s' fixture make --arch qwen3 --preset tiny --weights F32 --seed 2 -o '%s'", VT_BIN, other), 0,
+                 "%s", e.cmd_err);
+    int rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --out '%s'", VT_BIN, other, e.out,
+                scores);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "c.json: field model.files[0].sha256: ") && strstr(e.cmd_err, "the --model file's"),
+              "%s", e.cmd_err);
+    /* Forged (and re-sealed): two model files; another vocabulary size; a prompt without tokens. */
+    for (int k = 0; k < 3; k++) {
+        cJSON *doc = load_json(e.out);
+        cJSON *model = cJSON_GetObjectItem(doc, "model");
+        if (k == 0) {
+            cJSON *files = cJSON_GetObjectItem(model, "files");
+            cJSON_AddItemToArray(files, cJSON_Duplicate(cJSON_GetArrayItem(files, 0), 1));
+        } else if (k == 1) {
+            cJSON *nv = cJSON_GetObjectItem(cJSON_GetObjectItem(model, "gguf"), "n_vocab");
+            cJSON_SetNumberValue(nv, nv->valuedouble + 1);
+        } else {
+            cJSON *pr = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "prompts"), 1);
+            cJSON_ReplaceItemInObject(pr, "tokens", cJSON_CreateArray());
+            vt_sha256_hex h;
+            vt_sha256_buffer("", 0, &h);
+            cJSON_ReplaceItemInObject(pr, "sha256", cJSON_CreateString(h.hex));
+        }
+        reseal_write(doc, bad);
+        cJSON_Delete(doc);
+        static const char *const want[] = { "bad.json: field model.files: expected one file with its sha256",
+                                            "bad.json: field model.gguf.n_vocab: ",
+                                            "bad.json: field prompts[1].tokens: empty: expected a prompt to score" };
+        rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --out '%s'", VT_BIN, e.model, bad,
+                scores);
+        cr_assert_eq(rc, 2, "case %d: %s", k, e.cmd_err);
+        cr_assert(strstr(e.cmd_err, want[k]), "case %d: %s", k, e.cmd_err);
+        cr_assert(!exists(scores));
+    }
+    /* The capture itself, on its model: scored. */
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --out '%s'", VT_BIN, e.model,
+                    e.out, scores), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
 /* A LOCAL whose first run failed has no stream to score: refused, naming
  * the run (the same capture with the run ok is scored). */
 Test(prefix, refuses_a_local_whose_repeat_0_failed)
@@ -918,23 +1090,7 @@ Test(prefix, refuses_a_local_whose_repeat_0_failed)
     cJSON *det = cJSON_GetObjectItem(doc, "determinism");
     cJSON_ReplaceItemInObject(det, "identical_tokens", cJSON_CreateFalse());
     cJSON_ReplaceItemInObject(det, "identical_logits", cJSON_CreateFalse());
-    cJSON_DeleteItemFromObject(doc, "workload_seal");
-    cJSON_DeleteItemFromObject(doc, "seal");
-    vt_error err;
-    vt_error_clear(&err);
-    cJSON *w = vt_capture_workload(doc);
-    vt_sha256_hex h;
-    cr_assert_eq(vt_canonical_sha256(w, &h, &err), VT_OK);
-    cJSON_Delete(w);
-    cJSON_AddStringToObject(doc, "workload_seal", h.hex);
-    cr_assert_eq(vt_canonical_sha256(doc, &h, &err), VT_OK);
-    cJSON_AddStringToObject(doc, "seal", h.hex);
-    size_t tn;
-    char *text = vt_canonical_json(doc, &tn, NULL);
-    text = realloc(text, tn + 2);
-    memcpy(text + tn, "\n", 2);
-    spit(bad, text);
-    free(text);
+    reseal_write(doc, bad);
     cJSON_Delete(doc);
     int rc = sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 --out '%s'", VT_BIN,
                 e.model, bad, scores);
@@ -1082,6 +1238,22 @@ Test(canonical, refuses_what_has_no_canonical_form)
     cJSON_Delete(j);
     j = cJSON_CreateString("\xc0\xaf");
     cr_assert_null(vt_canonical_json(j, NULL, &err));
+    cr_assert(strstr(err.msg, "expected a valid UTF-8 string"), "%s", err.msg);
+    cJSON_Delete(j);
+    /* A member name that is not UTF-8 either (and the same object with a
+     * valid name is canonical). */
+    j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "ok\xe6", 1);
+    cr_assert_null(vt_canonical_json(j, NULL, &err));
+    cr_assert(strstr(err.msg, "a key: expected a valid UTF-8 string"), "%s", err.msg);
+    cJSON_Delete(j);
+    j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "ok\xc3\xa6", 1);
+    size_t n;
+    char *t = vt_canonical_json(j, &n, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_str_eq(t, "{\"ok\xc3\xa6\":1}");
+    free(t);
     cJSON_Delete(j);
 }
 
