@@ -306,7 +306,8 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     if (rc == VT_OK && o->model_manifest) {
         rc = vt_manifest_read(o->model_manifest, &c->manifest, err);
         c->have_manifest = rc == VT_OK;
-        c->manifest_dir = vt_capture_dir_name(o->model_manifest);
+        if (rc == VT_OK && !(c->manifest_dir = vt_capture_dir_name(o->model_manifest)))
+            rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
     }
     if (rc == VT_OK && o->launcher_manifest)
         rc = read_launcher(c, err);
@@ -473,6 +474,12 @@ static int collect_inputs(const vt_capture *c, const char ***inputs_out, char **
         } else if ((owned[i] = malloc(strlen(c->manifest_dir) + strlen(name) + 2))) {
             sprintf(owned[i], "%s/%s", c->manifest_dir, name);
             inputs[n++] = owned[i];
+        } else { /* an input left out could be written over */
+            for (int k = 0; k < i; k++)
+                free(owned[k]);
+            free(owned);
+            free(inputs);
+            return vt_error_set(err, VT_EINPUT, "capture: out of memory");
         }
     }
     *inputs_out = inputs;

@@ -523,6 +523,9 @@ static int json_value_equal(const cJSON *a, const cJSON *b)
 static void settings_differences(const vt_capture *c, const cJSON *req, const cJSON *res, const char *prefix,
                                  cJSON *out)
 {
+    /* Out of memory built only part of the document; the reader refuses it. */
+    if (!req || !res || !out)
+        return;
     for (const cJSON *a = req->child, *b = res->child; a && b; a = a->next, b = b->next) {
         char field[64];
         snprintf(field, sizeof field, "%s%s", prefix, a->string);

@@ -21,18 +21,19 @@
 extern const unsigned char vt_capture_schema_json[];
 extern const unsigned long vt_capture_schema_json_len;
 
-static pthread_once_t schema_once = PTHREAD_ONCE_INIT;
+/* Parsed on first use and kept; a parse that ran out of memory is tried
+ * again by the next caller (pthread_once would keep the failure). */
+static pthread_mutex_t schema_lock = PTHREAD_MUTEX_INITIALIZER;
 static cJSON *schema_root;
-
-static void schema_parse(void)
-{
-    schema_root = cJSON_ParseWithLength((const char *)vt_capture_schema_json, vt_capture_schema_json_len);
-}
 
 const cJSON *vt_capture_schema(void)
 {
-    pthread_once(&schema_once, schema_parse);
-    return schema_root;
+    pthread_mutex_lock(&schema_lock);
+    if (!schema_root)
+        schema_root = cJSON_ParseWithLength((const char *)vt_capture_schema_json, vt_capture_schema_json_len);
+    const cJSON *r = schema_root;
+    pthread_mutex_unlock(&schema_lock);
+    return r;
 }
 
 /* ------------------------------------------------------------ numbers */
@@ -1244,7 +1245,7 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
         vt_error e;
         vt_error_clear(&e);
         if (!sub)
-            rc = vt_error_set(err, VT_EINPUT, "capture schema: not available (build problem)");
+            rc = vt_error_set(err, VT_EINPUT, "capture schema: not available (out of memory, or a build problem)");
         else if (vt_json_schema_check(root, sub, d->meta, &e) != VT_OK)
             rc = vt_error_set(err, VT_EINPUT, "%s: %s", d->path, e.msg);
     }

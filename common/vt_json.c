@@ -507,6 +507,8 @@ static char *text_or_null(const char *s)
 
 int vt_json_make_text(cJSON *v)
 {
+    if (!v) /* a tree that could not be built (out of memory) */
+        return -1;
     int rc = 0;
     char *t = text_or_null(v->string);
     if (t) { /* cJSON owns names it did not get as constants */

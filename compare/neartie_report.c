@@ -211,7 +211,11 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
         return NULL;
     }
     c->n_docs = n;
-    c->allowed = cJSON_CreateArray();
+    if (!(c->allowed = cJSON_CreateArray())) {
+        vt_error_set(err, VT_EINPUT, "out of memory");
+        vt_nt_free(c);
+        return NULL;
+    }
     return c;
 }
 

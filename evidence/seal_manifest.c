@@ -208,11 +208,12 @@ void vt_nameset_free(vt_nameset *s)
 {
     if (!s)
         return;
-    if (s->keys)
-        for (size_t i = 0; i < s->cap; i++) {
+    for (size_t i = 0; i < s->cap; i++) {
+        if (s->keys)
             free(s->keys[i]);
+        if (s->orig)
             free(s->orig[i]);
-        }
+    }
     free(s->keys);
     free(s->orig);
     free(s);

@@ -1,0 +1,396 @@
+/* Out of memory, on purpose (SQLite's way): this suite replaces malloc,
+ * calloc and realloc for its whole process (glibc lets a program do so;
+ * every library's allocation, cJSON's and OpenSSL's included, comes here)
+ * and makes the n-th allocation fail, for n = 0, 1, 2, ... until an
+ * operation completes without reaching it. Each time the operation must
+ * report the failure as an error (or succeed where it could do without),
+ * never crash, and work again once allocations succeed.
+ *
+ * Not in the sanitizer build: ASan replaces malloc itself. */
+#include <criterion/criterion.h>
+
+#include "capture/capture.h"
+#include "capture/capture_read.h"
+#include "capture/strict.h"
+#include "common/vt_json.h"
+#include "compare/guards.h"
+#include "compare/neartie_report.h"
+#include "evidence/seal.h"
+#include "provenance/provenance.h"
+#include "tests/support/vt_test.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- the allocator */
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+static long fail_at = -1; /* the allocation to fail (counting from 0), or -1 */
+static char last_error[1100]; /* an operation's last message, for the assertions */
+static long allocs;       /* allocations since armed */
+static int failed;        /* the armed one was reached */
+
+/* Whose allocation it is: vt's (libvt is linked into this program) or
+ * cJSON's, whose failures vt must handle. Others' are never failed: a
+ * library that mishandles its own out-of-memory (libarchive's tar reader
+ * does) is not vt's to test. */
+extern char __executable_start, etext;
+static int ours(const void *caller)
+{
+    if ((const char *)caller >= &__executable_start && (const char *)caller < &etext)
+        return 1;
+    Dl_info info;
+    return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, "libcjson");
+}
+
+static int fail_now(const void *caller)
+{
+    if (fail_at < 0 || !ours(caller))
+        return 0;
+    if (allocs++ == fail_at) {
+        failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+#define CALLER __builtin_return_address(0)
+void *malloc(size_t n) { return fail_now(CALLER) ? NULL : __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { return fail_now(CALLER) ? NULL : __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { return fail_now(CALLER) ? NULL : __libc_realloc(p, n); }
+/* Through glibc, these would allocate as glibc, not as their caller. */
+char *strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = fail_now(CALLER) ? NULL : __libc_malloc(n);
+    return d ? memcpy(d, s, n) : NULL;
+}
+char *strndup(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    char *d = fail_now(CALLER) ? NULL : __libc_malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static void arm(long n)
+{
+    allocs = 0;
+    failed = 0;
+    fail_at = n;
+}
+
+static void disarm(void) { fail_at = -1; }
+
+/* Runs op(ctx) with allocation n failing, for every n it reaches: op
+ * returns VT_OK or an error code; with the failure reached it must not
+ * crash (a crash fails the test), and without it (past the last
+ * allocation) it must give VT_OK. Returns how many allocations op made. */
+/* With VT_OOM_TRACE, a crash prints where it happened. */
+static void crashed(int sig)
+{
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static long each_failure(int (*op)(void *ctx), void *ctx, const char *what)
+{
+    if (getenv("VT_OOM_TRACE")) {
+        signal(SIGSEGV, crashed);
+        signal(SIGABRT, crashed);
+    }
+    /* To find a crash: VT_OOM_TRACE=1 names each n on stderr before it runs,
+     * VT_OOM_FROM=n starts there (under gdb, say). */
+    const char *trace = getenv("VT_OOM_TRACE"), *from = getenv("VT_OOM_FROM");
+    for (long n = from ? atol(from) : 0;; n++) {
+        if (trace)
+            fprintf(stderr, "%s: allocation %ld fails\n", what, n);
+        arm(n);
+        int rc = op(ctx);
+        disarm();
+        if (!failed) {
+            cr_assert_eq(rc, VT_OK, "%s: fails without a failed allocation: %d: %s", what, rc, last_error);
+            return n;
+        }
+        cr_assert(rc == VT_OK || rc == VT_EINPUT || rc == VT_ECHECK, "%s: allocation %ld failed: rc %d", what, n, rc);
+        cr_assert_lt(n, 2000000, "%s: more allocations than expected", what);
+    }
+}
+
+/* --------------------------------------------------------- operations */
+
+typedef struct fixture {
+    char dir[64];
+    char capture[128], oracle[128], scores[128], manifest[128], model[128];
+    char cmd_out[1 << 14], cmd_err[1 << 14];
+} fixture;
+
+static fixture fx;
+
+static void make_fixture(void)
+{
+    memset(&fx, 0, sizeof fx);
+    snprintf(fx.dir, sizeof fx.dir, "/tmp/vt-oom-XXXXXX");
+    cr_assert_not_null(mkdtemp(fx.dir));
+    snprintf(fx.model, sizeof fx.model, "%s/m.gguf", fx.dir);
+    snprintf(fx.capture, sizeof fx.capture, "%s/L.json", fx.dir);
+    snprintf(fx.oracle, sizeof fx.oracle, "%s/O.json", fx.dir);
+    snprintf(fx.scores, sizeof fx.scores, "%s/S.json", fx.dir);
+    snprintf(fx.manifest, sizeof fx.manifest, "%s/manifest.json", fx.dir);
+    char prompts[160];
+    snprintf(prompts, sizeof prompts, "%s/p.jsonl", fx.dir);
+    static const char lines[] = "{\"id\":\"a\",\"text\":\"Hello\"}\n{\"id\":\"b\",\"tokens\":[1,2,3]}\n";
+    vt_test_spit(prompts, lines, sizeof lines - 1);
+    cr_assert_eq(VT_TEST_SH(&fx, "'%s' fixture make --arch qwen3 --preset tiny --weights Q8_0 --seed 1 -o '%s' && "
+                                 "'%s' provenance manifest make '%s' -o '%s' && "
+                                 "'%s' capture --runner engine --model '%s' --prompts '%s' --max-tokens 3 --repetitions 2 "
+                                 "--no-timestamp --out '%s' --logits-out '%s.logits' && "
+                                 "'%s' capture --runner llamacpp --model '%s' --prompts '%s' --max-tokens 3 "
+                                 "--repetitions 2 --no-timestamp --out '%s' --logits-out '%s.logits' && "
+                                 "'%s' capture --runner llamacpp --model '%s' --score-prefix-of '%s' --no-timestamp "
+                                 "--out '%s'",
+                             VT_BIN, fx.model, VT_BIN, fx.model, fx.manifest, VT_BIN, fx.model, prompts, fx.capture,
+                             fx.capture, VT_BIN, fx.model, prompts, fx.oracle, fx.oracle, VT_BIN, fx.model, fx.capture,
+                             fx.scores),
+                 0, "%s", fx.cmd_err);
+}
+
+static void remove_fixture(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx.dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(oom, .init = make_fixture, .fini = remove_fixture, .timeout = 900);
+
+static int op_json(void *ctx)
+{
+    (void)ctx;
+    static const char text[] = "{\"a\":[1,2.5,\"x\\u00e6\",{\"b\":null,\"c\":true}],\"d\":\"e\"}";
+    vt_error err;
+    cJSON *j = vt_json_parse(text, sizeof text - 1, "t.json", &err);
+    if (!j)
+        return err.code;
+    cJSON_Delete(j);
+    return VT_OK;
+}
+
+Test(oom, json_parse)
+{
+    cr_assert_gt(each_failure(op_json, NULL, "vt_json_parse"), 5);
+}
+
+static int op_read_capture(void *ctx)
+{
+    vt_doc d;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc_source src = { .path = ctx, .kind = VT_DOC_CAPTURE };
+    int rc = vt_doc_read(&src, &d, &err);
+    if (rc)
+        return rc;
+    vt_reasons r = { 0 };
+    vt_strict_check(&d, &r);
+    int bad = r.oom && r.n == 0; /* a strict gate that lost every reason would pass */
+    vt_reasons_free(&r);
+    vt_doc_free(&d);
+    return bad ? VT_EINPUT : VT_OK;
+}
+
+Test(oom, read_a_capture_and_its_strict_gate)
+{
+    cr_assert_gt(each_failure(op_read_capture, fx.capture, "vt_doc_read + vt_strict_check"), 50);
+}
+
+static int op_read_scores(void *ctx)
+{
+    vt_doc d;
+    vt_error err;
+    vt_doc_source src = { .path = ctx, .kind = VT_DOC_PREFIX };
+    int rc = vt_doc_read(&src, &d, &err);
+    if (rc == VT_OK)
+        vt_doc_free(&d);
+    return rc;
+}
+
+Test(oom, read_prefix_scores)
+{
+    cr_assert_gt(each_failure(op_read_scores, fx.scores, "vt_doc_read (prefix scores)"), 50);
+}
+
+/* vt-neartie end to end: read, guard, compare, publish. */
+static int op_neartie(void *ctx)
+{
+    (void)ctx;
+    char out[200];
+    snprintf(out, sizeof out, "%s/R.json", fx.dir);
+    unlink(out);
+    vt_nt_opts o;
+    vt_nt_opts_default(&o);
+    o.local = fx.capture;
+    o.oracle = fx.oracle;
+    o.prefix_scores = fx.scores;
+    o.model = fx.model;
+    o.out = out;
+    o.max_failed = 2;
+    o.guard.allow_unverified = 1;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_neartie *c = vt_nt_open(&o, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    if (!c)
+        return err.code;
+    int rc = vt_nt_guard(c, &err);
+    if (rc == VT_OK && vt_nt_n_refusals(c))
+        rc = VT_EINPUT; /* refused (out of memory in a guard is a refusal, never a pass) */
+    if (rc == VT_OK)
+        rc = vt_nt_compare(c, &err);
+    if (rc == VT_OK)
+        rc = vt_nt_publish(c, &err);
+    snprintf(last_error, sizeof last_error, "%s%s", err.msg, vt_nt_n_refusals(c) ? vt_nt_refusal(c, 0) : "");
+    vt_nt_free(c);
+    return rc;
+}
+
+Test(oom, neartie_end_to_end)
+{
+    cr_assert_gt(each_failure(op_neartie, NULL, "vt-neartie"), 200);
+}
+
+static int op_manifest(void *ctx)
+{
+    (void)ctx;
+    vt_manifest m;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_manifest_read(fx.manifest, &m, &err);
+    if (rc)
+        return rc;
+    char **problems = NULL;
+    int n = 0;
+    rc = vt_manifest_check(&m, fx.dir, &problems, &n, &err);
+    vt_prov_lines_free(problems, n);
+    vt_manifest_free(&m);
+    return rc;
+}
+
+Test(oom, manifest_read_and_check)
+{
+    cr_assert_gt(each_failure(op_manifest, NULL, "vt_manifest_read + check"), 5);
+}
+
+/* A capture end to end: inputs, the runs (the engine on the tiny model),
+ * the document, the strict gate, publication. */
+static int op_capture(void *ctx)
+{
+    (void)ctx;
+    char prompts[200], out[200], topk[200];
+    snprintf(prompts, sizeof prompts, "%s/one.jsonl", fx.dir);
+    snprintf(out, sizeof out, "%s/C.json", fx.dir);
+    snprintf(topk, sizeof topk, "%s/C.topk", fx.dir);
+    unlink(out);
+    unlink(topk);
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    o.runner = "engine";
+    o.model = fx.model;
+    o.prompts = prompts;
+    o.out = out;
+    o.model_manifest = fx.manifest;
+    o.max_tokens = 2;
+    o.top_k = 3;
+    o.settings.n_threads = 1;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_capture *c = vt_capture_open(&o, &err);
+    if (!c)
+        return err.code;
+    int rc = vt_capture_run(c, &err);
+    if (rc == VT_OK)
+        rc = vt_capture_publish(c, 0, NULL, NULL, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    vt_capture_free(c);
+    return rc;
+}
+
+Test(oom, capture_end_to_end)
+{
+    char prompts[200];
+    snprintf(prompts, sizeof prompts, "%s/one.jsonl", fx.dir);
+    vt_test_spit(prompts, "{\"id\":\"a\",\"text\":\"Hi\"}\n", 23);
+    cr_assert_gt(each_failure(op_capture, NULL, "vt-capture"), 500);
+}
+
+/* vt-seal: create, verify, extract. */
+static int op_seal(void *ctx)
+{
+    (void)ctx;
+    char dir[200], archive[200], dest[200], cmd[700];
+    snprintf(dir, sizeof dir, "%s/ev", fx.dir);
+    snprintf(archive, sizeof archive, "%s/ev.tar.gz", fx.dir);
+    snprintf(dest, sizeof dest, "%s/ev-out", fx.dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s.seal.json'", dest, archive, archive);
+    if (system(cmd) != 0)
+        return VT_ECHECK;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_seal *s = vt_seal_new();
+    if (!s)
+        return VT_EINPUT;
+    int rc = vt_seal_set_threads(s, 1, &err);
+    if (rc == VT_OK)
+        rc = vt_seal_create(s, dir, archive, &err);
+    if (rc == VT_OK)
+        rc = vt_seal_verify(s, archive, &err);
+    if (rc == VT_OK)
+        rc = vt_seal_extract(s, archive, dest, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    vt_seal_free(s);
+    return rc;
+}
+
+Test(oom, seal_create_verify_extract)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/ev/sub' && cp '%s' '%s/ev/' && echo hi > '%s/ev/sub/a.txt'", fx.dir,
+             fx.capture, fx.dir, fx.dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_gt(each_failure(op_seal, NULL, "vt-seal"), 50);
+}
+
+/* Package verification: the pinned npm tarball against its lock, and a wheel. */
+static int op_npm(void *ctx)
+{
+    (void)ctx;
+    vt_package_report r;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_package_verify_npm(VT_DEPS_DIR "/npm/node-llama-cpp-linux-x64-3.22.1.tgz",
+                                   VT_SOURCE_DIR "/oracle/llamacpp.lock.json", "@node-llama-cpp/linux-x64", NULL, NULL,
+                                   0, &r, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    if (rc == VT_OK) {
+        rc = r.verified ? VT_OK : VT_ECHECK;
+        vt_package_report_free(&r);
+    }
+    return rc;
+}
+
+Test(oom, verify_npm_package)
+{
+    cr_assert_gt(each_failure(op_npm, NULL, "vt_package_verify_npm"), 20);
+}
