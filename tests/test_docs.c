@@ -85,7 +85,7 @@ static int readme_entries(entry *v, int cap)
     cr_assert_not_null(start, "README has no Commands section");
     char *end = strstr(start, "\nExit codes");
     cr_assert_not_null(end);
-    int k = -1;
+    int k = -1, open = 0;
     for (char *line = start + 1; line < end;) {
         char *nl = strchr(line, '\n');
         size_t len = (size_t)(nl - line);
@@ -93,6 +93,7 @@ static int readme_entries(entry *v, int cap)
         while (line[indent] == ' ')
             indent++;
         if (indent == 4 && strncmp(line + 4, "vt", 2) == 0 && k + 1 < cap) {
+            open = 1;
             entry *e = &v[++k];
             memset(e, 0, sizeof *e);
             /* The command's words: up to the first argument (upper case, an option, a bracket). */
@@ -119,7 +120,11 @@ static int readme_entries(entry *v, int cap)
             char *desc = strstr(line + 4, "    ");
             size_t upto = desc && desc < nl ? (size_t)(desc - line) : len;
             options_in(line, upto, e->opts, sizeof e->opts);
-        } else if (k >= 0 && indent > 4 && indent < 20 && (line[indent] == '[' || line[indent] == '(')) {
+        } else if (indent == 4) {
+            open = 0; /* another tool's line (scripts/...): not a vt command */
+            line = nl + 1;
+            continue;
+        } else if (k >= 0 && open && indent > 4 && indent < 20 && (line[indent] == '[' || line[indent] == '(')) {
             char more[2048];
             char *desc = strstr(line + indent, "    ");
             size_t upto = desc && desc < nl ? (size_t)(desc - line) : len;
