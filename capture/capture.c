@@ -270,9 +270,7 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
         if (o->topk_out) {
             c->topk_path = strdup(o->topk_out);
         } else {
-            size_t n = strlen(o->out);
-            if (n > 5 && strcmp(o->out + n - 5, ".json") == 0)
-                n -= 5;
+            size_t n = strlen(o->out) - (ends_with(o->out, ".json") ? 5 : 0);
             if ((c->topk_path = malloc(n + 6)))
                 snprintf(c->topk_path, n + 6, "%.*s.topk", (int)n, o->out);
         }

@@ -13,6 +13,7 @@
 #include "../engine/tokenizer.h"
 
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,40 +138,33 @@ static void vocab_sha256(const vt_gguf *g, vt_sha256_hex *out)
 {
     static const char *const keys[] = { "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
                                         "tokenizer.ggml.merges" };
-    size_t cap = 64, n = 0;
-    for (int k = 0; k < 3; k++) {
-        int64_t i = vt_gguf_find_key(g, keys[k]);
-        const vt_gguf_value *v = i >= 0 ? vt_gguf_kv_value(g, (uint64_t)i) : NULL;
-        cap += strlen(keys[k]) + 32 + (v && v->type == VT_GGUF_ARRAY ? (size_t)v->raw_size : 0);
-    }
-    unsigned char *b = malloc(cap);
-    if (!b) {
-        out->hex[0] = '\0';
-        return;
-    }
-    memcpy(b, "vt.vocab/1", 11);
-    n = 11;
-    for (int k = 0; k < 3; k++) {
+    static const char hex[] = "0123456789abcdef";
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 && EVP_DigestUpdate(ctx, "vt.vocab/1", 11) == 1;
+    for (int k = 0; ok && k < 3; k++) {
         int64_t i = vt_gguf_find_key(g, keys[k]);
         const vt_gguf_value *v = i >= 0 ? vt_gguf_kv_value(g, (uint64_t)i) : NULL;
         int have = v && v->type == VT_GGUF_ARRAY;
-        size_t kl = strlen(keys[k]) + 1;
-        memcpy(b + n, keys[k], kl);
-        n += kl;
-        b[n++] = (unsigned char)have;
+        unsigned char h[13];
         uint32_t et = have ? (uint32_t)v->elem_type : 0;
         uint64_t cnt = have ? v->count : 0;
+        h[0] = (unsigned char)have;
         for (int s = 0; s < 4; s++)
-            b[n++] = (unsigned char)(et >> (8 * s));
+            h[1 + s] = (unsigned char)(et >> (8 * s));
         for (int s = 0; s < 8; s++)
-            b[n++] = (unsigned char)(cnt >> (8 * s));
-        if (have && v->raw_size) {
-            memcpy(b + n, v->raw, (size_t)v->raw_size);
-            n += (size_t)v->raw_size;
-        }
+            h[5 + s] = (unsigned char)(cnt >> (8 * s));
+        ok = EVP_DigestUpdate(ctx, keys[k], strlen(keys[k]) + 1) == 1 && EVP_DigestUpdate(ctx, h, sizeof h) == 1 &&
+             (!have || EVP_DigestUpdate(ctx, v->raw, (size_t)v->raw_size) == 1);
     }
-    vt_sha256_buffer(b, n, out);
-    free(b);
+    unsigned char md[32];
+    unsigned int mdn = 0;
+    ok = ok && EVP_DigestFinal_ex(ctx, md, &mdn) == 1 && mdn == 32;
+    EVP_MD_CTX_free(ctx);
+    for (int b = 0; b < 32; b++) {
+        out->hex[2 * b] = ok ? hex[md[b] >> 4] : '\0';
+        out->hex[2 * b + 1] = ok ? hex[md[b] & 15] : '\0';
+    }
+    out->hex[ok ? 64 : 0] = '\0'; /* no digest: an empty string, which the schema refuses */
 }
 
 cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_vocab)
@@ -459,9 +453,7 @@ static cJSON *package_json(vt_capture *c, const vt_capture_identity *idn, vt_err
                  "bound to the package", root);
         cJSON_AddItemToArray(probs, cJSON_CreateString(line));
     }
-    if (!rep.verified && cJSON_GetArraySize(probs) == 0)
-        cJSON_AddItemToArray(probs, cJSON_CreateString("not verified"));
-    add_bool(o, "verified", cJSON_GetArraySize(probs) == 0);
+    add_bool(o, "verified", rep.verified && cJSON_GetArraySize(probs) == 0);
     cJSON_AddItemToObject(o, "problems", probs);
     cJSON_AddItemToObject(o, "notes", str_array(rep.notes, rep.n_notes));
     free(root);

@@ -1002,11 +1002,13 @@ static int determinism_check(vt_doc *d, vt_error *err)
     const int claim_t = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(det, "identical_tokens"));
     const int claim_l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(det, "identical_logits"));
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(det, "first_mismatch");
-    if (claim_t != d->runs_identical_tokens || claim_l != d->runs_identical_logits)
+    /* The first claim the runs contradict, and what it claims. */
+    const int tokens_wrong = claim_t != d->runs_identical_tokens;
+    const int claimed = tokens_wrong ? claim_t : claim_l;
+    if (tokens_wrong || claim_l != d->runs_identical_logits)
         return vt_error_set(err, VT_EINPUT, "%s: field determinism.%s: %s: expected %s, what the runs show%s%s",
-                            d->path, claim_t != d->runs_identical_tokens ? "identical_tokens" : "identical_logits",
-                            (claim_t != d->runs_identical_tokens ? claim_t : claim_l) ? "true" : "false",
-                            (claim_t != d->runs_identical_tokens ? claim_t : claim_l) ? "false" : "true",
+                            d->path, tokens_wrong ? "identical_tokens" : "identical_logits",
+                            claimed ? "true" : "false", claimed ? "false" : "true",
                             d->differs.run >= 0 ? ": runs differ from their repeat 0 in " : "",
                             d->differs.run >= 0 ? d->differs.what : "");
     if (!fm != (d->differs.run < 0))

@@ -36,6 +36,7 @@
 #include <archive_entry.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <math.h>
 #include <stdarg.h>
@@ -528,6 +529,48 @@ Test(capture, every_refusal_of_the_options)
         cr_assert(strstr(err.msg, open_cases[i].message), "case %zu: '%s', expected '%s'", i, err.msg,
                   open_cases[i].message);
     }
+    /* The boundaries themselves open: the largest seed JSON holds exactly,
+     * and an output named without .json (its top-k file: the name + .topk). */
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    o.runner = "engine";
+    o.model = e.model;
+    o.prompts = e.prompts;
+    o.out = "c";
+    o.settings.seed = VT_CAPTURE_MAX_SEED;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_capture *c = vt_capture_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    vt_capture_free(c);
+    teardown(&e);
+}
+
+/* Outputs that can never be published are refused before anything runs:
+ * the check alone, through the library. */
+Test(capture, outputs_are_checked_before_the_runs)
+{
+    env e;
+    setup(&e);
+    vt_capture_opts o;
+    vt_capture_opts_default(&o);
+    o.runner = "engine";
+    o.model = e.model;
+    o.prompts = e.prompts;
+    o.out = e.out;
+    o.logits_out = e.prompts; /* over an input */
+    vt_error err;
+    vt_error_clear(&err);
+    vt_capture *c = vt_capture_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(vt_capture_check_outputs(c, 0, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "prompts.jsonl"), "%s", err.msg);
+    vt_capture_free(c);
+    o.logits_out = e.logits;
+    c = vt_capture_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(vt_capture_check_outputs(c, 0, &err), VT_OK, "%s", err.msg);
+    vt_capture_free(c);
     teardown(&e);
 }
 
@@ -805,6 +848,10 @@ static void check_topk_file(const cJSON *doc, const char *path, int32_t k)
             cr_assert_eq(ids[0], t->valuedouble, "position %lld", (long long)pos);
             cr_assert(lps[0] <= 0 && lps[0] > -50);
         }
+    /* Past the last position: refused, not read. */
+    cr_assert_eq(vt_topk_file_get(&f, positions, ids, lps, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "expected one of its"), "%s", err.msg);
+    cr_assert_eq(vt_topk_file_get(&f, -1, ids, lps, &err), VT_EINPUT);
     vt_topk_file_close(&f);
 }
 
@@ -1291,6 +1338,18 @@ Test(schema, validator_checks_the_subset)
     cr_assert(strstr(err.msg, "member 'e'"), "%s", err.msg);
     /* A keyword outside the subset is refused, not ignored. */
     cr_assert_eq(check_against("{\"type\":\"object\",\"maxProperties\":1}", "{}", &err), VT_EINPUT);
+    /* const and enum compare arrays element by element and objects member
+     * by member (whatever their order). */
+    const char *c = "{\"properties\":{\"a\":{\"const\":[1,2]},\"o\":{\"enum\":[{\"x\":1,\"y\":[true]},null]}}}";
+    cr_assert_eq(check_against(c, "{\"a\":[1,2],\"o\":{\"y\":[true],\"x\":1}}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(c, "{\"o\":null}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(c, "{\"a\":[1,3]}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"a\":[1]}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"a\":[1,2,3]}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"o\":{\"x\":1}}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"o\":{\"x\":1,\"z\":[true]}}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"o\":{\"x\":2,\"y\":[true]}}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(c, "{\"o\":{\"x\":1,\"y\":[false]}}", &err), VT_ECHECK);
 }
 
 Test(schema, a_changed_capture_fails_its_schema)
@@ -1355,5 +1414,159 @@ Test(runner, resolved_settings)
     expect_resolved("llamacpp", e.model, VT_MODE_EAGER, 2, 64, 1, 1, 256);
     expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 1, 64, 1, 16, 256);
     expect_resolved("llamacpp", e.model, VT_MODE_PRODUCTION, 2, 8, 2, 8, 256);
+    teardown(&e);
+}
+
+/* ---------------------------------------------- determinism, judged run by run */
+
+#include "capture/capture_internal.h"
+
+/* A runner of the test's own: from its second run on (reset counts runs),
+ * row 0 of the logits changes by `change` at token 3 (by 5, the argmax
+ * moves there: the tokens differ too). */
+static int fake_runs;
+static float fake_change;
+static int nd_open(const vt_runner_settings *s, void **state, vt_error *err)
+{
+    (void)s;
+    (void)err;
+    fake_runs = 0;
+    *state = &fake_runs;
+    return VT_OK;
+}
+static int nd_reset(void *state, vt_error *err)
+{
+    (void)err;
+    (*(int *)state)++;
+    return VT_OK;
+}
+static int nd_eval(void *state, const int32_t *tokens, int32_t n, int all, float *logits, vt_error *err)
+{
+    (void)tokens;
+    (void)err;
+    for (int32_t i = 0; i < (all ? n : 1); i++) {
+        float *row = logits + (size_t)i * 8;
+        for (int v = 0; v < 8; v++)
+            row[v] = v == 1 ? 2.0f : 0.0f;
+        if (*(int *)state >= 2 && i == 0)
+            row[3] += fake_change;
+    }
+    return VT_OK;
+}
+static int32_t nd_n_vocab(void *state)
+{
+    (void)state;
+    return 8;
+}
+static void nd_identity(void *state, vt_runner_identity *out)
+{
+    (void)state;
+    *out = (vt_runner_identity){ "fake", "1", "cpu", "cpu", "", "" };
+}
+static void nd_close(void *state) { (void)state; }
+static const vt_runner_ops nd_ops = { .name = "fake", .open = nd_open, .reset = nd_reset, .eval = nd_eval,
+                                      .n_vocab = nd_n_vocab, .identity = nd_identity, .close = nd_close };
+
+static void repeat_with(float change, vt_run_results *res)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "none";
+    s.n_ctx = 16;
+    s.n_batch = 1;
+    s.mode = VT_MODE_EAGER; /* one token per eval: row 0 of each call */
+    fake_change = change;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r = vt_runner_open(&nd_ops, &s, &err);
+    cr_assert_not_null(r, "%s", err.msg);
+    int32_t prompt[2] = { 1, 2 };
+    vt_prompt pr = { .id = "p", .tokens = prompt, .n_tokens = 2 };
+    vt_prompt_set ps = { .items = &pr, .n = 1 };
+    vt_run_plan plan = { &ps, NULL, NULL, 2, 3, 0 };
+    cr_assert_eq(vt_capture_repeat(r, &plan, NULL, NULL, res, &err), VT_OK, "%s", err.msg);
+    vt_runner_close(r);
+}
+
+Test(capture, repeats_that_differ_are_named_by_their_first_difference)
+{
+    vt_run_results res;
+    /* Identical runs. */
+    repeat_with(0.0f, &res);
+    cr_assert(res.identical_tokens && res.identical_logits && !res.has_mismatch && res.n_runs == 2);
+    vt_run_results_free(&res);
+    /* The logits move, the tokens do not: logits at position 0 (the prompt's
+     * last position is the first generated row). */
+    repeat_with(0.5f, &res);
+    cr_assert(res.identical_tokens && !res.identical_logits && res.has_mismatch);
+    cr_assert_str_eq(res.mm_field, "logits");
+    cr_assert_eq(res.mm_repeat, 1);
+    cr_assert_eq(res.mm_position, 0);
+    vt_run_results_free(&res);
+    /* Both move at position 0: the logits are named, they came first. */
+    repeat_with(5.0f, &res);
+    cr_assert(!res.identical_tokens && !res.identical_logits && res.has_mismatch);
+    cr_assert_str_eq(res.mm_field, "logits");
+    cr_assert_eq(res.mm_position, 0);
+    vt_run_results_free(&res);
+}
+
+/* The vt.logits/1 reader refuses another version and a frame whose zlib
+ * stream is damaged; the intact file reads back. */
+Test(capture, logits_side_file_reader_refuses_what_is_not_its_format)
+{
+    env e;
+    setup(&e);
+    vt_error err;
+    vt_error_clear(&err);
+    float logits[2 * 8];
+    for (int i = 0; i < 16; i++)
+        logits[i] = (float)i / 3.0f;
+    vt_logits_writer *w = vt_logits_writer_new(e.dir, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(vt_logits_writer_add(w, 0, 0, logits, 2, 8, &err), VT_OK, "%s", err.msg);
+    vt_sha256_hex sha;
+    uint64_t size;
+    cr_assert_eq(vt_logits_writer_finish(w, &sha, &size, &err), VT_OK, "%s", err.msg);
+    int fd = open(e.logits, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_eq(vt_logits_writer_copy(w, fd, &err), VT_OK, "%s", err.msg);
+    close(fd);
+    vt_logits_writer_free(w);
+    size_t n;
+    char *good = slurp(e.logits, &n);
+    cr_assert_eq(n, size);
+    float back[16];
+    vt_logits_frame h;
+    for (int k = 0; k < 4; k++) {
+        char *b = malloc(n);
+        memcpy(b, good, n);
+        if (k == 1)
+            b[8] = 2; /* version 2 */
+        if (k == 2)
+            b[0] = 'X'; /* another magic */
+        if (k == 3)
+            b[16 + 28 + 4] ^= 0x55; /* inside the frame's zlib stream */
+        vt_test_spit(e.logits, b, n);
+        free(b);
+        vt_logits_reader *r = vt_logits_reader_open(e.logits, &err);
+        if (k == 1 || k == 2) {
+            cr_assert_null(r, "case %d opened", k);
+            cr_assert(strstr(err.msg, "offset 0: header: expected \"VTLOGITS\" version 1"), "%s", err.msg);
+            continue;
+        }
+        cr_assert_not_null(r, "%s", err.msg);
+        cr_assert_eq(vt_logits_reader_next(r, &h, &err), 1, "%s", err.msg);
+        cr_assert(h.positions == 2 && h.vocab == 8);
+        int rc = vt_logits_reader_data(r, back, &err);
+        if (k == 0) {
+            cr_assert_eq(rc, VT_OK, "%s", err.msg);
+            cr_assert(memcmp(back, logits, sizeof logits) == 0);
+        } else {
+            cr_assert_eq(rc, VT_EINPUT);
+            cr_assert(strstr(err.msg, "offset 16: frame data: expected a zlib stream of 64 bytes"), "%s", err.msg);
+        }
+        vt_logits_reader_close(r);
+    }
+    free(good);
     teardown(&e);
 }

@@ -22,6 +22,7 @@
 #include "capture/capture_read.h"
 #include "capture/strict.h"
 #include "compare/guards.h"
+#include "compare/neartie_report.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
 
@@ -895,6 +896,8 @@ static void g_prompts(docs *d) { set_str(cJSON_GetArrayItem(at(d->O, "prompts"),
 
 static void g_revision(docs *d) { cJSON_ReplaceItemInObject(at(d->O, "model"), "revision", cJSON_CreateString("2fc06364")); }
 
+static void g_gguf_name(docs *d) { cJSON_ReplaceItemInObject(at(d->O, "model.gguf"), "name", cJSON_CreateString("other")); }
+
 static void g_vocab(docs *d)
 {
     set_str(d->O, "model.gguf.vocab_sha256", "8888888888888888888888888888888888888888888888888888888888888888");
@@ -999,6 +1002,8 @@ static const guard_case guard_cases[] = {
       NULL },
     { "model", g_revision, NULL, NULL, "model.revision: L.json null, O.json 2fc06364: expected the same model revision "
       "(or --allow-diff model.revision)", "model.revision" },
+    { "model", g_gguf_name, NULL, NULL, "model.gguf.name: L.json null, O.json other: expected the same model (or "
+      "--allow-diff model.gguf)", "model.gguf" },
     { "vocabulary", g_vocab, NULL, NULL, "model.gguf.vocab_sha256: L.json 7777777777777777777777777777777777777777777777"
       "777777777777777777, O.json 8888888888888888888888888888888888888888888888888888888888888888: expected the same "
       "vocabulary: token ids must mean the same in both (cannot be allowed)", NULL },
@@ -1217,6 +1222,37 @@ Test(guard, workload_seal_differs_where_nothing_else_explains_it)
     vt_reasons_free(&out);
     vt_doc_free(&L);
     vt_doc_free(&O);
+    teardown(&e);
+}
+
+/* What vt_nt_open refuses before reading anything. */
+Test(guard, missing_inputs_and_a_bad_threshold)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --prefix-scores S.json", e.dir, VT_BIN),
+                   "--oracle: missing: expected a vt.capture");
+    expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --oracle O.json --prefix-scores S.json", e.dir, VT_BIN),
+                   "--local: missing: expected a vt.capture");
+    vt_nt_opts o;
+    vt_nt_opts_default(&o);
+    o.local = e.L;
+    o.oracle = e.O;
+    o.prefix_scores = e.S;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_neartie *c = vt_nt_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    vt_nt_free(c);
+    const double bad[] = { -1.0, NAN, INFINITY };
+    for (int i = 0; i < 3; i++) {
+        o.threshold_mnats = bad[i];
+        cr_assert_null(vt_nt_open(&o, &err), "threshold %g", bad[i]);
+        cr_assert(strstr(err.msg, "expected a finite number >= 0"), "%s", err.msg);
+    }
     teardown(&e);
 }
 
@@ -1587,6 +1623,12 @@ static void argmax_is_token(cJSON *S)
 {
     cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax_logprobs"), 5), -0.125);
 }
+/* The argmax certain (log-prob 0) and the token it: no gap, accepted. */
+static void certain(cJSON *S)
+{
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "logprobs"), 6), 0);
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(S, "runs"), 3), "argmax_logprobs"), 6), 0);
+}
 static void just_within_slack(cJSON *S)
 {
     /* 0.5e-6 nats below: float rounding, a gap of 0. */
@@ -1615,6 +1657,51 @@ Test(input, prefix_score_values_are_checked_not_clamped)
     docs_make(&d, 125.0);
     docs_write(&e, &d, just_within_slack);
     cr_assert_eq(neartie(&e, NULL), 0, "%s", e.cmd_err);
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, certain);
+    cr_assert_eq(neartie(&e, NULL), 0, "%s", e.cmd_err);
+    teardown(&e);
+}
+
+static void replace_and_reseal(const char *path, const char *needle, const char *with);
+
+/* The runs' own grammar: one entry per token in every score array, runs
+ * separated by commas, an array at all; and a document too short to hold
+ * its seal. */
+static void one_logprob_short(cJSON *S)
+{
+    cJSON_DeleteItemFromArray(at(cJSON_GetArrayItem(at(S, "runs"), 2), "logprobs"), 0);
+}
+
+Test(input, the_runs_grammar)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, one_logprob_short);
+    expect_refused(&e, neartie(&e, NULL), "S.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs[2].logprobs: expected one entry per token in tokens, logprobs, argmax and "
+                                "argmax_logprobs"), "%s", e.cmd_err);
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    replace_and_reseal(e.O, "},{\"prompt\":5,", "}x{\"prompt\":5,");
+    expect_refused(&e, neartie(&e, NULL), "O.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs[4]: expected ',' or ']' after a run"), "%s", e.cmd_err);
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    size_t n;
+    char *text = slurp(e.L, &n);
+    char *runs = strstr(text, "\"runs\":[");
+    cr_assert_not_null(runs);
+    runs[7] = '{'; /* "runs":{... : not an array */
+    spit(e.L, text, n);
+    free(text);
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset ");
+    cr_assert(strstr(e.cmd_err, "field runs: expected an array of runs"), "%s", e.cmd_err);
+    /* Shorter than its seal member could be. */
+    spit(e.L, "{\"schema\":\"vt.capture/2\"}\n", 25);
+    expect_refused(&e, neartie(&e, NULL), "L.json: offset 0: field seal: expected the document to end with");
     teardown(&e);
 }
 
@@ -1636,6 +1723,14 @@ Test(input, determinism_is_re_checked_from_the_runs)
     docs_write(&e, &d, NULL);
     expect_refused(&e, neartie(&e, NULL), "O.json: field determinism.identical_logits: true: expected false, what the "
                                           "runs show: runs differ from their repeat 0 in logits_sha256");
+    /* Tokens claimed identical, logits (rightly) not: the tokens' claim is named. */
+    docs_make(&d, 125.0);
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(d.L, "runs"), P + 4), "tokens"), 3), 42);
+    set_str(cJSON_GetArrayItem(at(d.L, "runs"), P + 4), "logits_sha256",
+            "9999999999999999999999999999999999999999999999999999999999999999");
+    cJSON_ReplaceItemInObjectCaseSensitive(at(d.L, "determinism"), "identical_logits", cJSON_CreateFalse());
+    docs_write(&e, &d, NULL);
+    expect_refused(&e, neartie(&e, NULL), "L.json: field determinism.identical_tokens: true: expected false");
     /* Said as it is, the guard refuses it (rule determinism). */
     cJSON *det = NULL;
     docs_make(&d, 125.0);
@@ -1846,6 +1941,18 @@ Test(reader, canonical_numbers_agree_with_the_definition)
     cr_assert(vt_doc_number_canonical("1e-05", 5, &v) && v == 1e-05);
     cr_assert(!vt_doc_number_canonical("1e+10", 5, &v));
     cr_assert(vt_doc_number_canonical("10000000000", 11, &v));
+    /* Exponents as %.9g writes them: two digits below 10, no leading zero
+     * from 10 on. */
+    cr_assert(vt_doc_number_canonical("1e-10", 5, &v) && v == 1e-10);
+    cr_assert(!vt_doc_number_canonical("1e-010", 6, &v));
+    cr_assert(!vt_doc_number_canonical("1e-5", 4, &v));
+    cr_assert(vt_doc_number_canonical("1.5e+100", 8, &v) && v == 1.5e100);
+    cr_assert(!vt_doc_number_canonical("1.5e+0100", 9, &v));
+    /* Longer than any number vt writes: not canonical (and not read past). */
+    char longnum[451];
+    memset(longnum, '1', 450);
+    longnum[450] = '\0';
+    cr_assert(!vt_doc_number_canonical(longnum, 450, &v));
 }
 
 /* The runs read in chunks on several threads give what one thread gives;
