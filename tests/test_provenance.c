@@ -309,7 +309,13 @@ Test(manifest, one_byte_changed_is_echeck_naming_the_file, .init = make_dir, .fi
     cr_assert(strstr(err.msg, "a.gguf: sha256 differs"), "%s", err.msg);
     cr_assert_null(strstr(err.msg, "b.gguf"), "%s", err.msg);
     char **lines;
-    int n;
+    int n = -7;
+    /* Before the change: no problem, and the count says so. */
+    flip_byte(files[0], 50000);
+    cr_assert_eq(vt_manifest_check(&m, tpath("models"), &lines, &n, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(n, 0);
+    vt_prov_lines_free(lines, n);
+    flip_byte(files[0], 50000);
     cr_assert_eq(vt_manifest_check(&m, tpath("models"), &lines, &n, &err), VT_ECHECK);
     cr_assert_eq(n, 1);
     cr_assert(strstr(lines[0], "a.gguf") && strstr(lines[0], m.files[0].sha256.hex), "%s", lines[0]);
@@ -1496,5 +1502,52 @@ Test(npm, package_json_is_read_strictly, .init = make_dir, .fini = remove_dir)
     cr_assert_eq(vt_package_verify_npm(tgz, lock, "x", NULL, NULL, 0, &r, &err), VT_OK, "%s", err.msg);
     dump(&r);
     cr_assert(r.verified);
+    vt_package_report_free(&r);
+}
+
+/* RECORD listing a file twice is a problem, named with both lines. */
+Test(wheel, a_file_listed_twice_in_record_is_refused, .init = make_dir, .fini = remove_dir)
+{
+    static const char data[] = "VALUE = 1\n";
+    char h[64], record[1024];
+    record_hash(data, sizeof data - 1, h);
+    snprintf(record, sizeof record, "twice/__init__.py,sha256=%s,%zu\ntwice/__init__.py,sha256=%s,%zu\n"
+             "twice-1.0.dist-info/RECORD,,\n", h, sizeof data - 1, h, sizeof data - 1);
+    char *whl = tpath("twice-1.0-py3-none-any.whl");
+    struct archive *w = zip_open_write(whl);
+    zip_add(w, "twice/__init__.py", data, sizeof data - 1, 0644);
+    zip_add(w, "twice-1.0.dist-info/RECORD", record, strlen(record), 0644);
+    cr_assert_eq(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+    vt_package_report r;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "twice/__init__.py: listed twice in RECORD (lines 1 and 2)", NULL));
+    vt_package_report_free(&r);
+}
+
+/* The installed package's own directory a symbolic link (to a faithful
+ * copy): refused, links are not followed; as a directory it verifies. */
+Test(wheel, an_installed_package_directory_that_is_a_link_is_refused, .init = make_dir, .fini = remove_dir,
+     .timeout = 600)
+{
+    char *whl = demo_wheel();
+    char *target = tpath("site");
+    pip_install(whl, target);
+    vt_package_report r;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert(r.verified);
+    vt_package_report_free(&r);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv vtdemo ../vtdemo-real && ln -s ../vtdemo-real vtdemo", target);
+    cr_assert_eq(run(cmd), 0);
+    cr_assert_eq(vt_package_verify_wheel(whl, target, &r, &err), VT_OK, "%s", err.msg);
+    cr_assert_not(r.verified);
+    cr_assert(has_line(r.problems, r.n_problems, "vtdemo: a symbolic link where the installed package directory should be",
+                       NULL), "%d problems, the first: %s", r.n_problems, r.n_problems ? r.problems[0] : "");
     vt_package_report_free(&r);
 }

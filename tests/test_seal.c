@@ -1130,3 +1130,90 @@ Test(seal, unreadable_or_not_an_archive_is_exit_2)
     assert_nothing_left(P("dest"));
     cr_assert_eq(seal("bogus"), 2);
 }
+
+/* ------------------------------------------------ survivors of mutation */
+
+#include "evidence/seal_internal.h"
+
+/* The items (no manifest of their own) as a tar.gz, in order. */
+static void craft_raw(const char *path, const item *items, int n)
+{
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    archive_write_add_filter_gzip(a);
+    cr_assert_eq(archive_write_open_filename(a, path), ARCHIVE_OK, "%s", archive_error_string(a));
+    for (int i = 0; i < n; i++)
+        add_entry(a, &items[i]);
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+Test(seal, extract_refuses_an_archive_whose_first_member_is_not_the_manifest)
+{
+    size_t ml;
+    item ok[] = { OK_ITEM };
+    char *m = manifest_of(ok, 1, &ml);
+    item it[] = { OK_ITEM, { .name = "manifest.json", .type = 'f', .data = m, .len = ml } };
+    craft_raw(P("late.tar.gz"), it, 2);
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("late.tar.gz"), P("dest")), 2, "%s", err_text());
+    assert_err_has("first member is 'ok.txt': expected manifest.json (not a vt-seal archive?)");
+    assert_nothing_left(P("dest"));
+    /* In its place it extracts. */
+    item good[] = { { .name = "manifest.json", .type = 'f', .data = m, .len = ml }, OK_ITEM };
+    craft_raw(P("good.tar.gz"), good, 2);
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("good.tar.gz"), P("dest")), 0, "%s", err_text());
+    free(m);
+}
+
+Test(seal, extract_refuses_a_manifest_member_of_negative_size)
+{
+    static const char m[] = "{\"schema\":\"vt.seal.manifest/1\",\"members\":[\n{\"path\":\"ok.txt\",\"type\":\"file\","
+                            "\"mode\":\"0644\",\"size\":-16,\"sha256\":\"0000000000000000000000000000000000000000000000"
+                            "000000000000000000\"}\n]}\n";
+    item it[] = { { .name = "manifest.json", .type = 'f', .data = m, .len = sizeof m - 1 }, OK_ITEM };
+    craft_raw(P("neg.tar.gz"), it, 2);
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("neg.tar.gz"), P("dest")), 2, "%s", err_text());
+    assert_err_has("members[0].size: expected an integer >= 0");
+    assert_nothing_left(P("dest"));
+}
+
+/* DEST may not name a directory above or the same (".", ".."). */
+Test(seal, extract_refuses_a_destination_of_dot_or_dot_dot)
+{
+    item it[] = { OK_ITEM };
+    craft(P("x.tar.gz"), it, 1);
+    mkdir(P("d"), 0755);
+    cr_assert_eq(seal("extract '%s' -C '%s/..'", P("x.tar.gz"), P("d")), 2, "%s", err_text());
+    assert_err_has("expected a new or empty directory");
+    cr_assert_eq(seal("extract '%s' -C '%s/.'", P("x.tar.gz"), P("d")), 2, "%s", err_text());
+    cr_assert_eq(seal("extract '%s' -C '%s/e'", P("x.tar.gz"), P("d")), 0, "%s", err_text());
+}
+
+Test(seal, hex64_means_64_lower_case_hex_digits)
+{
+    cr_assert(vt_seal_is_hex64("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+    cr_assert(!vt_seal_is_hex64("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde"));
+    cr_assert(!vt_seal_is_hex64("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0"));
+    cr_assert(!vt_seal_is_hex64("0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
+    cr_assert(!vt_seal_is_hex64(""));
+    cr_assert(!vt_seal_is_hex64(NULL));
+}
+
+/* An archive vt did not write, its gzip in two members (as `cat a.gz b.gz`
+ * makes): read as one stream, member after member. */
+Test(seal, extract_reads_a_gzip_of_several_members)
+{
+    item it[] = { { .name = "b.txt", .type = 'f', .data = "bee\n", .len = 4 }, OK_ITEM };
+    craft(P("one.tar.gz"), it, 2);
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("one.tar.gz"), P("dest1")), 0, "%s", err_text());
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && gzip -dc one.tar.gz > one.tar && head -c 1024 one.tar | gzip -n > two.tar.gz && "
+             "tail -c +1025 one.tar | gzip -n >> two.tar.gz", tmp);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("two.tar.gz"), P("dest")), 0, "%s", err_text());
+    size_t n;
+    char *b = (char *)read_file(P("dest/b.txt"), &n);
+    cr_assert(n == 4 && memcmp(b, "bee\n", 4) == 0);
+    free(b);
+}
