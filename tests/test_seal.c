@@ -1217,3 +1217,14 @@ Test(seal, extract_reads_a_gzip_of_several_members)
     cr_assert(n == 4 && memcmp(b, "bee\n", 4) == 0);
     free(b);
 }
+
+Test(seal, create_refuses_a_file_given_as_the_directory)
+{
+    FILE *f = fopen(P("plain"), "w");
+    cr_assert_not_null(f);
+    fputs("not a directory\n", f);
+    fclose(f);
+    cr_assert_eq(seal("create '%s' -o '%s'", P("plain"), P("p.tar.gz")), 2, "%s", err_text());
+    assert_err_has("plain: cannot open directory: Not a directory");
+    cr_assert(!exists(P("p.tar.gz")));
+}
