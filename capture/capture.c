@@ -222,6 +222,7 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     }
     c->o = *o;
     c->prefix = o->score_prefix_of != NULL;
+    c->json_failures = vt_json_alloc_failures();
     c->local_own.error_run.run = c->local_own.error_after.run = c->local_own.differs.run = -1;
     int rc = VT_OK;
     if (!o->runner || !(c->ops = vt_runner_find(o->runner)))
@@ -293,8 +294,8 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     }
     if (rc == VT_OK && !(tok = vt_tokenizer_open(g, err)))
         rc = err ? err->code : VT_EINPUT;
-    if (rc == VT_OK)
-        c->gguf = vt_capture_gguf_summary(g, c->arch, vt_tokenizer_n_vocab(tok));
+    if (rc == VT_OK && !(c->gguf = vt_capture_gguf_summary(g, c->arch, vt_tokenizer_n_vocab(tok))))
+        rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
     if (rc == VT_OK)
         rc = c->prefix ? local_streams(c, vt_tokenizer_n_vocab(tok), err)
                        : vt_prompts_read(o->prompts, tok, &c->prompts, err);
@@ -358,10 +359,7 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     int32_t nv = vt_runner_n_vocab(r);
     id.top_k = c->o.top_k < nv ? c->o.top_k : nv;
     /* After the runner is open, so that every library it loaded is mapped. */
-    vt_error_clear(&id.runtime_err);
-    id.runtime_ok = vt_runtime_identity_read(&id.runtime, &id.runtime_err) == VT_OK;
-
-    int rc = VT_OK;
+    int rc = vt_runtime_identity_read(&id.runtime, err);
     vt_run_results res;
     memset(&res, 0, sizeof res);
     if (c->o.logits_out && !(c->side = vt_logits_writer_new(c->side_dir, err)))
@@ -408,8 +406,7 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     c->sum.topk_path = c->topk ? c->topk_path : NULL;
     c->sum.topk_sha256 = c->topk ? c->topk_sha.hex : NULL;
     vt_run_results_free(&res);
-    if (id.runtime_ok)
-        vt_runtime_identity_free(&id.runtime);
+    vt_runtime_identity_free(&id.runtime);
     vt_runner_close(r);
     return rc;
 }

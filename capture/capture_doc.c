@@ -108,16 +108,20 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const type_count *)a)->name, ((const type_count *)b)->name);
 }
 
-static void add_gguf_str(cJSON *o, const char *key, const vt_gguf *g, const char *gkey)
+/* 0, or -1 on out of memory. */
+static int add_gguf_str(cJSON *o, const char *key, const vt_gguf *g, const char *gkey)
 {
     vt_gguf_str s;
-    if (vt_gguf_get_str(g, gkey, &s)) {
-        char *t = strndup(s.ptr, (size_t)s.len);
-        add_str(o, key, t && vt_utf8_valid(t, strlen(t)) && strlen(t) == s.len ? t : NULL);
-        free(t);
-    } else {
+    if (!vt_gguf_get_str(g, gkey, &s)) {
         add_str(o, key, NULL);
+        return 0;
     }
+    char *t = strndup(s.ptr, (size_t)s.len);
+    if (!t)
+        return -1;
+    add_str(o, key, vt_utf8_valid(t, strlen(t)) && strlen(t) == s.len ? t : NULL);
+    free(t);
+    return 0;
 }
 
 static void add_gguf_int(cJSON *o, const char *key, const vt_gguf *g, const char *gkey)
@@ -169,11 +173,13 @@ static void vocab_sha256(const vt_gguf *g, vt_sha256_hex *out)
 
 cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_vocab)
 {
+    const unsigned long failures = vt_json_alloc_failures();
+    int oom = 0;
     cJSON *o = cJSON_CreateObject();
     add_num(o, "version", vt_gguf_version(g));
     add_num(o, "n_kv", (double)vt_gguf_n_kv(g));
     add_num(o, "n_tensors", (double)vt_gguf_n_tensors(g));
-    add_gguf_str(o, "name", g, "general.name");
+    oom |= add_gguf_str(o, "name", g, "general.name");
     add_gguf_int(o, "file_type", g, "general.file_type");
     char key[128];
     snprintf(key, sizeof key, "%s.context_length", arch);
@@ -183,7 +189,7 @@ cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_voc
     snprintf(key, sizeof key, "%s.embedding_length", arch);
     add_gguf_int(o, "embedding_length", g, key);
     add_num(o, "n_vocab", n_vocab);
-    add_gguf_str(o, "tokenizer_pre", g, "tokenizer.ggml.pre");
+    oom |= add_gguf_str(o, "tokenizer_pre", g, "tokenizer.ggml.pre");
     vt_sha256_hex vh;
     vocab_sha256(g, &vh);
     add_str(o, "vocab_sha256", vh.hex);
@@ -205,6 +211,10 @@ cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_voc
     cJSON *types = cJSON_AddObjectToObject(o, "tensor_types");
     for (int i = 0; i < n; i++)
         add_num(types, tc[i].name, tc[i].n);
+    if (oom || vt_json_alloc_failures() != failures) { /* a summary with holes is no summary */
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -233,7 +243,14 @@ static cJSON *model_json(vt_capture *c, vt_error *err)
         int n_lines = 0;
         vt_error merr;
         vt_error_clear(&merr);
-        if (vt_manifest_check(&c->manifest, c->manifest_dir, &lines, &n_lines, &merr) != VT_OK) {
+        int mrc = vt_manifest_check(&c->manifest, c->manifest_dir, &lines, &n_lines, &merr);
+        if (mrc == VT_EINPUT) { /* out of memory: not a fact about the model */
+            vt_error_set(err, VT_EINPUT, "%s", merr.msg);
+            cJSON_Delete(problems);
+            cJSON_Delete(m);
+            return NULL;
+        }
+        if (mrc != VT_OK) {
             for (int i = 0; i < n_lines; i++) {
                 char line[1400];
                 snprintf(line, sizeof line, "%s: %s", vt_capture_base_name(c->o.model_manifest), lines[i]);
@@ -281,6 +298,7 @@ static int by_path(const void *a, const void *b)
     return strcmp((*(const vt_shared_object *const *)a)->path, (*(const vt_shared_object *const *)b)->path);
 }
 
+/* NULL when out of memory. */
 static cJSON *runtime_json(const vt_capture_identity *idn)
 {
     const vt_runner_identity *rid = &idn->runner;
@@ -293,18 +311,21 @@ static cJSON *runtime_json(const vt_capture_identity *idn)
     add_str(r, "device", rid->device);
     add_str(r, "library", rid->library);
     add_str(r, "detail", rid->detail);
-    if (idn->runtime_ok) {
+    {
         cJSON *b = cJSON_AddObjectToObject(o, "binary");
         add_str(b, "path", id->binary_path);
         add_str(b, "sha256", id->binary_sha256.hex);
         /* Sorted by path: the mapping order follows load addresses. */
         const vt_shared_object **sorted = malloc((size_t)(id->n_objects + 1) * sizeof *sorted);
+        if (!sorted) {
+            cJSON_Delete(o);
+            return NULL;
+        }
         cJSON *objs = cJSON_AddArrayToObject(o, "objects");
-        for (int i = 0; sorted && i < id->n_objects; i++)
+        for (int i = 0; i < id->n_objects; i++)
             sorted[i] = &id->objects[i];
-        if (sorted)
-            qsort(sorted, (size_t)id->n_objects, sizeof *sorted, by_path);
-        for (int i = 0; sorted && i < id->n_objects; i++) {
+        qsort(sorted, (size_t)id->n_objects, sizeof *sorted, by_path);
+        for (int i = 0; i < id->n_objects; i++) {
             cJSON *e = cJSON_CreateObject();
             add_str(e, "path", sorted[i]->path);
             add_num(e, "size", (double)sorted[i]->size);
@@ -327,11 +348,9 @@ static cJSON *runtime_json(const vt_capture_identity *idn)
         add_str(o, "kernel", id->kernel);
     }
     add_num(o, "threads", idn->resolved.n_threads);
-    int resolved = idn->runtime_ok && id->resolved;
-    add_bool(o, "resolved", resolved);
-    if (!resolved)
-        add_str(o, "unresolved", !idn->runtime_ok ? idn->runtime_err.msg
-                                 : id->unresolved ? id->unresolved : "some fields missing");
+    add_bool(o, "resolved", id->resolved);
+    if (!id->resolved)
+        add_str(o, "unresolved", id->unresolved ? id->unresolved : "some fields missing");
     return o;
 }
 
@@ -399,8 +418,8 @@ static cJSON *package_json(vt_capture *c, const vt_capture_identity *idn, vt_err
         root = c->o.package_root ? realpath(c->o.package_root, NULL) : find_package_root(idn->runner.library);
     if (root) {
         size_t rl = strlen(root);
-        loaded = calloc((size_t)(idn->runtime_ok ? id->n_objects : 0) + 1, sizeof *loaded);
-        for (int i = 0; loaded && idn->runtime_ok && i < id->n_objects; i++)
+        loaded = calloc((size_t)id->n_objects + 1, sizeof *loaded);
+        for (int i = 0; loaded && i < id->n_objects; i++)
             if (strncmp(id->objects[i].path, root, rl) == 0 && id->objects[i].path[rl] == '/')
                 loaded[n_loaded++] = id->objects[i].path;
     }
@@ -554,7 +573,7 @@ static cJSON *runs_json(const vt_capture *c, const vt_run_results *res)
         add_num(run, "repeat", r->repeat);
         add_str(run, "status", r->ok ? "ok" : "error");
         if (!r->ok)
-            add_str(run, "error", r->error ? r->error : "(out of memory for the message)");
+            add_str(run, "error", r->error);
         cJSON_AddItemToObject(run, "tokens", int_array(res->tokens + r->off, r->n));
         if (c->prefix) {
             cJSON_AddItemToObject(run, "logprobs", num_array(res->logprobs + r->off, r->n));
@@ -684,13 +703,17 @@ int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_captu
         add_str(l, "workload_seal", L->workload_seal.hex);
     }
     int rc = VT_OK;
-    if (!(model = model_json(c, err)) || !(package = package_json(c, id, err))) {
+    cJSON *runtime = NULL;
+    if (!(model = model_json(c, err)) || !(package = package_json(c, id, err)) || !(runtime = runtime_json(id))) {
+        if (!runtime && package)
+            vt_error_set(err, VT_EINPUT, "capture: out of memory");
         cJSON_Delete(model);
+        cJSON_Delete(package);
         cJSON_Delete(doc);
         return err && err->code ? err->code : VT_EINPUT;
     }
     cJSON_AddItemToObject(doc, "model", model);
-    cJSON_AddItemToObject(doc, "runtime", runtime_json(id));
+    cJSON_AddItemToObject(doc, "runtime", runtime);
     cJSON_AddItemToObject(doc, "package", package);
     if (c->launcher) {
         cJSON *l = cJSON_AddObjectToObject(doc, "launcher");
@@ -742,8 +765,9 @@ int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_captu
     }
 
     /* Paths and error messages come from outside: valid UTF-8 whatever
-     * they held. Then the seals: the workload, then everything above. */
-    if (vt_json_make_text(doc) != 0)
+     * they held. A document cJSON could not build whole is not written.
+     * Then the seals: the workload, then everything above. */
+    if (vt_json_make_text(doc) != 0 || vt_json_alloc_failures() != c->json_failures)
         rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
     if (rc == VT_OK)
         rc = workload_sha(doc, &c->workload_seal, err);

@@ -103,6 +103,8 @@ struct vt_capture {
     char *text;
     size_t text_len;
     vt_reasons refusals;         /* the strict gate's, on the finished document */
+    unsigned long json_failures; /* vt_json_alloc_failures() when opened: the document is
+                                    written only if it has not moved */
     vt_capture_summary sum;
     vt_sha256_hex seal, workload_seal;
 };
@@ -113,8 +115,6 @@ struct vt_capture {
 typedef struct vt_capture_identity {
     vt_runner_identity runner;
     vt_runtime_identity runtime;
-    int runtime_ok;
-    vt_error runtime_err;
     vt_runner_settings resolved;
     int32_t top_k; /* logprobs_top_k as applied (clipped to the vocabulary) */
 } vt_capture_identity;

@@ -127,7 +127,10 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
             out->ok = run_rc == VT_OK;
             out->off = res->n_pos;
             if (!out->ok) {
-                out->error = strdup(rerr.msg);
+                if (!(out->error = strdup(rerr.msg))) {
+                    rc = vt_error_set(err, VT_EINPUT, "capture: out of memory");
+                    break;
+                }
                 res->n_failed++;
                 res->identical_tokens = res->identical_logits = 0;
             } else if (!reserve(res, prefix, res->n_pos + n)) {

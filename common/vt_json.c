@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +482,29 @@ cJSON *vt_json_parse(const char *text, size_t len, const char *what, vt_error *e
         vt_error_set(err, VT_EINPUT, "%s: offset %zu: %s%s%sexpected %s", what ? what : "JSON", f.offset,
                      f.field[0] ? "field " : "", f.field, f.field[0] ? ": " : "", f.expected);
     return doc;
+}
+
+static _Thread_local unsigned long json_failures;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void *counted_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p)
+        json_failures++;
+    return p;
+}
+
+static void install_hooks(void)
+{
+    cJSON_Hooks h = { counted_malloc, free };
+    cJSON_InitHooks(&h);
+}
+
+unsigned long vt_json_alloc_failures(void)
+{
+    pthread_once(&hooks_once, install_hooks);
+    return json_failures;
 }
 
 int vt_json_add_bytes(cJSON *obj, const char *key, const char *bytes, size_t n)

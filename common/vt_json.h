@@ -78,6 +78,12 @@ struct cJSON *vt_json_parse_fault(const char *text, size_t len, vt_json_fault *f
  * the exact bytes in hex. 0, or -1 on out of memory. */
 int vt_json_add_bytes(struct cJSON *obj, const char *key, const char *bytes, size_t n);
 
+/* How many allocations cJSON could not make on this thread so far. cJSON's
+ * builders (cJSON_Add...ToObject) return NULL and go on: a document built
+ * while this count moved is incomplete, and its builder says out of
+ * memory rather than write it. (Installs cJSON's allocation hooks once.) */
+unsigned long vt_json_alloc_failures(void);
+
 /* Every string value and member name in the tree that is not valid UTF-8
  * replaced by its vt_utf8_text, in place: for documents whose strings
  * (paths, error messages) come from outside, before they are written or

@@ -44,6 +44,7 @@ struct vt_neartie {
     vt_reasons refusals;
     vt_reasons unverified; /* --allow-unverified: the strict rules the captures do not pass */
     cJSON *allowed;    /* what the guards recorded */
+    unsigned long json_failures; /* vt_json_alloc_failures() when opened */
     int guarded;
     /* token text */
     vt_tokenizer *tok;
@@ -200,6 +201,7 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
         return NULL;
     }
     c->o = *o;
+    c->json_failures = vt_json_alloc_failures(); /* every JSON built from here on must be whole */
     for (int i = 0; i < 3; i++)
         c->doc[i].error_run.run = c->doc[i].error_after.run = c->doc[i].differs.run = -1;
     vt_doc_source src[3] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
@@ -289,7 +291,12 @@ int vt_nt_guard(vt_neartie *c, vt_error *err)
     c->guarded = 1;
     vt_nt_inputs in = { .local = &c->doc[LOCAL], .oracle = &c->doc[ORACLE], .o = &c->o.guard,
                         .allowed = c->allowed, .unverified = &c->unverified };
+    /* A reason --allow-unverified lets in but that could not be kept would
+     * leave the report claiming less than it let in. */
+    static const char lost[] = "neartie: out of memory listing the reasons --allow-unverified lets in";
     vt_nt_guard_stage(&in, VT_NT_PAIR, &c->refusals);
+    if (c->unverified.oom)
+        return vt_error_set(err, VT_EINPUT, "%s", lost);
     if (vt_nt_n_refusals(c))
         return VT_OK;
     if (c->o.score_with) {
@@ -299,7 +306,7 @@ int vt_nt_guard(vt_neartie *c, vt_error *err)
     }
     in.scores = &c->doc[SCORES];
     vt_nt_guard_stage(&in, VT_NT_SCORES, &c->refusals);
-    return VT_OK;
+    return c->unverified.oom ? vt_error_set(err, VT_EINPUT, "%s", lost) : VT_OK;
 }
 
 const vt_reasons *vt_nt_refusals(const vt_neartie *c) { return &c->refusals; }
@@ -554,8 +561,9 @@ static int build_report(vt_neartie *c, vt_error *err)
     /* Sealed like a capture: the canonical JSON of everything above, its
      * strings (file names, reasons) valid UTF-8 whatever they held. */
     vt_sha256_hex seal;
-    int rc = vt_json_make_text(r) == 0 ? vt_canonical_seal(r, &seal, &c->report, &c->report_len, err)
-                                       : vt_error_set(err, VT_EINPUT, "report: out of memory");
+    int rc = vt_json_make_text(r) == 0 && vt_json_alloc_failures() == c->json_failures
+                 ? vt_canonical_seal(r, &seal, &c->report, &c->report_len, err)
+                 : vt_error_set(err, VT_EINPUT, "report: out of memory");
     cJSON_Delete(r);
     return rc;
 }

@@ -14,9 +14,11 @@ struct vt_runner {
     void *state;
     vt_runner_settings settings;
     int32_t n_vocab;
-    /* Sampling scratch, allocated once: candidate ids and probabilities. */
+    /* Scratch, allocated once: candidate ids and probabilities for
+     * sampling, and the logits a generation samples from. */
     int32_t *cand;
     double *prob;
+    float *last;
 };
 
 void vt_runner_settings_default(vt_runner_settings *s)
@@ -89,7 +91,8 @@ vt_runner *vt_runner_open(const vt_runner_ops *ops, const vt_runner_settings *s,
     r->n_vocab = ops->n_vocab(r->state);
     r->cand = malloc((size_t)r->n_vocab * sizeof *r->cand);
     r->prob = malloc((size_t)r->n_vocab * sizeof *r->prob);
-    if (!r->cand || !r->prob) {
+    r->last = malloc((size_t)r->n_vocab * sizeof *r->last);
+    if (!r->cand || !r->prob || !r->last) {
         vt_error_set(err, VT_EINPUT, "runner: out of memory");
         vt_runner_close(r);
         return NULL;
@@ -105,6 +108,7 @@ void vt_runner_close(vt_runner *r)
         r->ops->close(r->state);
     free(r->cand);
     free(r->prob);
+    free(r->last);
     free(r);
 }
 
@@ -229,9 +233,7 @@ int vt_runner_generate(vt_runner *r, const int32_t *prompt, int32_t n_prompt, in
     vt_rng rng;
     vt_rng_seed(&rng, r->settings.seed);
     size_t nv = (size_t)r->n_vocab;
-    float *last = malloc(nv * sizeof *last); /* once per generation, not per token */
-    if (!last)
-        return vt_error_set(err, VT_EINPUT, "generate: out of memory");
+    float *last = r->last;
     rc = r->ops->eval(r->state, prompt, n_prompt, 0, last, err);
     for (int32_t i = 0; rc == VT_OK && i < n; i++) {
         if (out_logits)
@@ -241,7 +243,6 @@ int vt_runner_generate(vt_runner *r, const int32_t *prompt, int32_t n_prompt, in
         if (i + 1 < n)
             rc = r->ops->eval(r->state, &tok, 1, 0, last, err);
     }
-    free(last);
     return rc;
 }
 

@@ -342,7 +342,10 @@ int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***proble
     for (int i = 0; rc == VT_OK && i < n; i++) {
         const vt_manifest_file *f = &m->files[i];
         const char *what = NULL;
-        if (status[i] == ENOENT || status[i] == ENOTDIR) {
+        if (status[i] == ENOMEM) {
+            rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory hashing %s", paths[i]);
+            break;
+        } else if (status[i] == ENOENT || status[i] == ENOTDIR) {
             vt_lines_addf(&full, "%s: missing (%s)", f->name, paths[i]);
             what = "missing";
         } else if (status[i]) {

@@ -72,8 +72,9 @@ char *vt_prov_join(const char *base, const char *name);
 int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len);
 
 /* ---- strict JSON (cJSON) field access ---- */
-/* The single member named key of obj; NULL with VT_EINPUT in err when absent
- * or present twice. where names the object for the message ("F: packages[2]"). */
+/* The member named key of obj (of a document vt_json_parse read: no key
+ * twice); NULL with VT_EINPUT in err when absent. where names the object
+ * for the message ("F: packages[2]"). */
 struct cJSON *vt_prov_json_field(const struct cJSON *obj, const char *key, const char *file, const char *where,
                                  vt_error *err);
 

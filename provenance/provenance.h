@@ -95,8 +95,8 @@ typedef struct vt_runtime_identity {
     char *unresolved;             /* when !resolved: which fields are missing, else NULL */
 } vt_runtime_identity;
 
-/* VT_OK whenever it could look (see out->resolved); VT_EINPUT only when
- * /proc/self is unreadable or memory ran out. */
+/* VT_OK whenever it could look: a fact it cannot read (no /proc, a file
+ * gone) is named in out->unresolved. VT_EINPUT only when memory ran out. */
 int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err);
 /* vt.runtime-identity/1 JSON (malloc'd), NULL on out of memory. */
 char *vt_runtime_identity_to_json(const vt_runtime_identity *id);

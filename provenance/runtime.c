@@ -55,12 +55,16 @@ void vt_runtime_identity_free(vt_runtime_identity *id)
     memset(id, 0, sizeof *id);
 }
 
-static char *read_link(const char *path)
+/* The link's target, or NULL (*oom set when memory ran out: that is not a
+ * missing fact, and must not be recorded as one). */
+static char *read_link(const char *path, int *oom)
 {
     for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
         char *buf = malloc(cap);
-        if (!buf)
+        if (!buf) {
+            *oom = 1;
             return NULL;
+        }
         ssize_t n = readlink(path, buf, cap);
         if (n < 0) {
             free(buf);
@@ -154,7 +158,7 @@ static int mapped_objects(char ***paths_out, int **deleted_out, int *n_out)
 }
 
 /* Value of the first "key<spaces>: value" line of /proc/cpuinfo text. */
-static char *cpuinfo_value(const char *text, const char *key)
+static char *cpuinfo_value(const char *text, const char *key, int *oom)
 {
     size_t kl = strlen(key);
     for (const char *line = text; line && *line;) {
@@ -171,6 +175,8 @@ static char *cpuinfo_value(const char *text, const char *key)
                 if (out) {
                     memcpy(out, v, vl);
                     out[vl] = '\0';
+                } else {
+                    *oom = 1;
                 }
                 return out;
             }
@@ -189,28 +195,43 @@ static int has_word(const char *list, const char *word)
     return 0;
 }
 
-static void read_cpu(vt_runtime_identity *id)
+static void read_cpu(vt_runtime_identity *id, int *oom)
 {
     char *text;
     size_t len;
-    if (vt_prov_read_file("/proc/cpuinfo", PROC_MAX_BYTES, &text, &len))
+    int e = vt_prov_read_file("/proc/cpuinfo", PROC_MAX_BYTES, &text, &len);
+    if (e) {
+        *oom |= e == ENOMEM;
         return;
+    }
     static const char *const model_keys[] = { "model name", "Processor", "cpu model", "uarch" };
-    for (size_t i = 0; i < sizeof model_keys / sizeof *model_keys && !id->cpu_model; i++)
-        id->cpu_model = cpuinfo_value(text, model_keys[i]);
-    char *flags = cpuinfo_value(text, "flags");
-    if (!flags)
-        flags = cpuinfo_value(text, "Features");
+    for (size_t i = 0; i < sizeof model_keys / sizeof *model_keys && !id->cpu_model && !*oom; i++)
+        id->cpu_model = cpuinfo_value(text, model_keys[i], oom);
+    char *flags = *oom ? NULL : cpuinfo_value(text, "flags", oom);
+    if (!flags && !*oom)
+        flags = cpuinfo_value(text, "Features", oom);
     if (flags) {
         vt_sbuf b = { 0 };
         vt_sbuf_puts(&b, "");
         for (size_t i = 0; i < sizeof isa_flags / sizeof *isa_flags; i++)
             if (has_word(flags, isa_flags[i]))
                 vt_sbuf_printf(&b, "%s%s", b.n ? " " : "", isa_flags[i]);
+        *oom |= b.oom;
         id->cpu_flags = vt_sbuf_take(&b);
         free(flags);
     }
     free(text);
+}
+
+/* A copy of a library's version string; a NULL copy of a present string is
+ * out of memory, not an unknown version. */
+static char *copy_fact(const char *s, int *oom)
+{
+    if (!s)
+        return NULL;
+    char *c = vt_prov_strdup(s);
+    *oom |= !c;
+    return c;
 }
 
 int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
@@ -218,9 +239,11 @@ int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
     memset(out, 0, sizeof *out);
     char **paths = NULL;
     int *deleted = NULL, n = 0;
-    int e = mapped_objects(&paths, &deleted, &n);
-    if (e)
-        return vt_error_set(err, VT_EINPUT, "/proc/self/maps: cannot read: %s", strerror(e));
+    /* An unreadable map (no /proc) is a fact left unresolved; running out
+     * of memory is a failure. */
+    int maps_errno = mapped_objects(&paths, &deleted, &n);
+    if (maps_errno == ENOMEM)
+        return vt_error_set(err, VT_EINPUT, "runtime identity: out of memory reading /proc/self/maps");
 
     /* The executable and every object hashed together by the thread pool.
      * /proc/self/exe names the running inode even if its path was replaced. */
@@ -249,7 +272,12 @@ int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
     vt_prov_digest_paths(hpaths, n + 1, 0, d, status);
 
     vt_sbuf miss = { 0 };
-    out->binary_path = read_link("/proc/self/exe");
+    if (maps_errno)
+        vt_sbuf_printf(&miss, "objects (/proc/self/maps: %s) ", strerror(maps_errno));
+    int oom = 0;
+    out->binary_path = read_link("/proc/self/exe", &oom);
+    for (int i = 0; i <= n; i++)
+        oom |= status[i] == ENOMEM;
     if (!status[0]) {
         vt_prov_hex(d[0].out[0], 32, out->binary_sha256.hex);
         out->binary_size = d[0].size;
@@ -275,18 +303,18 @@ int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
     free(d);
     free(status);
 
-    out->openssl_version = vt_prov_strdup(OpenSSL_version(OPENSSL_VERSION));
-    out->libarchive_version = vt_prov_strdup(archive_version_string());
-    out->zlib_version = vt_prov_strdup(zlibVersion());
-    out->cjson_version = vt_prov_strdup(cJSON_Version());
+    out->openssl_version = copy_fact(OpenSSL_version(OPENSSL_VERSION), &oom);
+    out->libarchive_version = copy_fact(archive_version_string(), &oom);
+    out->zlib_version = copy_fact(zlibVersion(), &oom);
+    out->cjson_version = copy_fact(cJSON_Version(), &oom);
     char pv[64];
     if (pcre2_config(PCRE2_CONFIG_VERSION, pv) > 0 && memchr(pv, '\0', sizeof pv))
-        out->pcre2_version = vt_prov_strdup(pv);
-    read_cpu(out);
+        out->pcre2_version = copy_fact(pv, &oom);
+    read_cpu(out, &oom);
     struct utsname u;
     if (uname(&u) == 0) {
-        out->kernel = vt_prov_strdup(u.release);
-        out->machine = vt_prov_strdup(u.machine);
+        out->kernel = copy_fact(u.release, &oom);
+        out->machine = copy_fact(u.machine, &oom);
     }
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     out->n_cores = nc > 0 ? (int)nc : 0;
@@ -305,7 +333,7 @@ int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
             vt_sbuf_printf(&miss, "%s ", fields[i].name);
     if (out->n_cores <= 0)
         vt_sbuf_puts(&miss, "n_cores ");
-    if (miss.oom) {
+    if (miss.oom || oom) {
         free(miss.p);
         vt_runtime_identity_free(out);
         return vt_error_set(err, VT_EINPUT, "runtime identity: out of memory");

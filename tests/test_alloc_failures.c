@@ -36,6 +36,7 @@ static long fail_at = -1; /* the allocation to fail (counting from 0), or -1 */
 static char last_error[1100]; /* an operation's last message, for the assertions */
 static long allocs;       /* allocations since armed */
 static int failed;        /* the armed one was reached */
+static int show_where;    /* VT_OOM_WHERE: print the failed allocation's stack */
 
 /* Whose allocation it is: vt's (libvt is linked into this program) or
  * cJSON's, whose failures vt must handle. Others' are never failed: a
@@ -56,6 +57,11 @@ static int fail_now(const void *caller)
         return 0;
     if (allocs++ == fail_at) {
         failed = 1;
+        if (show_where) {
+            void *frames[32];
+            fprintf(stderr, "allocation %ld fails here:\n", fail_at);
+            backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+        }
         return 1;
     }
     return 0;
@@ -87,6 +93,7 @@ static void arm(long n)
 {
     allocs = 0;
     failed = 0;
+    show_where = getenv("VT_OOM_WHERE") != NULL;
     fail_at = n;
 }
 
@@ -95,7 +102,16 @@ static void disarm(void) { fail_at = -1; }
 /* Runs op(ctx) with allocation n failing, for every n it reaches: op
  * returns VT_OK or an error code; with the failure reached it must not
  * crash (a crash fails the test), and without it (past the last
- * allocation) it must give VT_OK. Returns how many allocations op made. */
+ * allocation) it must give VT_OK. Where it says VT_OK despite the failure,
+ * every file in outputs (NULL-terminated, may be NULL) must hold what an
+ * operation without a failure writes: a failure is reported, or it did
+ * not matter, never swallowed into other bytes. Returns how many
+ * allocations op made. */
+static long each_failure_of(int (*op)(void *ctx), void *ctx, const char *what, const char *const *outputs);
+static long each_failure(int (*op)(void *ctx), void *ctx, const char *what)
+{
+    return each_failure_of(op, ctx, what, NULL);
+}
 /* With VT_OOM_TRACE, a crash prints where it happened. */
 static void crashed(int sig)
 {
@@ -106,14 +122,26 @@ static void crashed(int sig)
     raise(sig);
 }
 
-static long each_failure(int (*op)(void *ctx), void *ctx, const char *what)
+static long each_failure_of(int (*op)(void *ctx), void *ctx, const char *what, const char *const *outputs)
 {
+    char *want[8] = { 0 };
+    size_t want_len[8] = { 0 };
+    int n_out = 0;
+    if (outputs) {
+        cr_assert_eq(op(ctx), VT_OK, "%s: fails without a failed allocation: %s", what, last_error);
+        for (; outputs[n_out]; n_out++) {
+            cr_assert_lt(n_out, 8);
+            want[n_out] = vt_test_slurp(outputs[n_out], &want_len[n_out]);
+            cr_assert_not_null(want[n_out], "%s: %s not written", what, outputs[n_out]);
+        }
+    }
     if (getenv("VT_OOM_TRACE")) {
         signal(SIGSEGV, crashed);
         signal(SIGABRT, crashed);
     }
     /* To find a crash: VT_OOM_TRACE=1 names each n on stderr before it runs,
-     * VT_OOM_FROM=n starts there (under gdb, say). */
+     * VT_OOM_FROM=n starts there (under gdb, say); VT_OOM_WHERE=1 prints
+     * the stack of each allocation made to fail. */
     const char *trace = getenv("VT_OOM_TRACE"), *from = getenv("VT_OOM_FROM");
     for (long n = from ? atol(from) : 0;; n++) {
         if (trace)
@@ -123,9 +151,23 @@ static long each_failure(int (*op)(void *ctx), void *ctx, const char *what)
         disarm();
         if (!failed) {
             cr_assert_eq(rc, VT_OK, "%s: fails without a failed allocation: %d: %s", what, rc, last_error);
+            for (int k = 0; k < n_out; k++)
+                free(want[k]);
             return n;
         }
         cr_assert(rc == VT_OK || rc == VT_EINPUT || rc == VT_ECHECK, "%s: allocation %ld failed: rc %d", what, n, rc);
+        for (int k = 0; rc == VT_OK && k < n_out; k++) {
+            size_t len;
+            char *got = vt_test_slurp(outputs[k], &len);
+            if (getenv("VT_OOM_KEEP") && got && !(len == want_len[k] && memcmp(got, want[k], len) == 0)) {
+                vt_test_spit("/tmp/vt-oom-got", got, len); /* to compare by hand */
+                vt_test_spit("/tmp/vt-oom-want", want[k], want_len[k]);
+            }
+            cr_assert(got && len == want_len[k] && memcmp(got, want[k], len) == 0,
+                      "%s: allocation %ld failed, it reported success, and %s differs from what it writes without "
+                      "a failure", what, n, outputs[k]);
+            free(got);
+        }
         cr_assert_lt(n, 2000000, "%s: more allocations than expected", what);
     }
 }
@@ -268,7 +310,10 @@ static int op_neartie(void *ctx)
 
 Test(oom, neartie_end_to_end)
 {
-    cr_assert_gt(each_failure(op_neartie, NULL, "vt-neartie"), 200);
+    char out[200];
+    snprintf(out, sizeof out, "%s/R.json", fx.dir);
+    const char *outputs[] = { out, NULL };
+    cr_assert_gt(each_failure_of(op_neartie, NULL, "vt-neartie", outputs), 200);
 }
 
 static int op_manifest(void *ctx)
@@ -294,12 +339,12 @@ Test(oom, manifest_read_and_check)
 }
 
 /* A capture end to end: inputs, the runs (the engine on the tiny model),
- * the document, the strict gate, publication. */
+ * the document, the strict gate, publication. ctx: the prompt file's name
+ * in the fixture directory. */
 static int op_capture(void *ctx)
 {
-    (void)ctx;
     char prompts[200], out[200], topk[200];
-    snprintf(prompts, sizeof prompts, "%s/one.jsonl", fx.dir);
+    snprintf(prompts, sizeof prompts, "%s/%s", fx.dir, (const char *)ctx);
     snprintf(out, sizeof out, "%s/C.json", fx.dir);
     snprintf(topk, sizeof topk, "%s/C.topk", fx.dir);
     unlink(out);
@@ -314,6 +359,7 @@ static int op_capture(void *ctx)
     o.max_tokens = 2;
     o.top_k = 3;
     o.settings.n_threads = 1;
+    o.settings.n_ctx = 8;
     vt_error err;
     vt_error_clear(&err);
     vt_capture *c = vt_capture_open(&o, &err);
@@ -332,7 +378,30 @@ Test(oom, capture_end_to_end)
     char prompts[200];
     snprintf(prompts, sizeof prompts, "%s/one.jsonl", fx.dir);
     vt_test_spit(prompts, "{\"id\":\"a\",\"text\":\"Hi\"}\n", 23);
-    cr_assert_gt(each_failure(op_capture, NULL, "vt-capture"), 500);
+    char out[200], topk[200];
+    snprintf(out, sizeof out, "%s/C.json", fx.dir);
+    snprintf(topk, sizeof topk, "%s/C.topk", fx.dir);
+    const char *outputs[] = { out, topk, NULL };
+    cr_assert_gt(each_failure_of(op_capture, "one.jsonl", "vt-capture", outputs), 500);
+}
+
+/* A run that fails (its prompt does not fit n_ctx 8) is recorded as failed
+ * with its message: out of memory there must not record another. */
+Test(oom, capture_with_a_failed_run)
+{
+    char prompts[200];
+    snprintf(prompts, sizeof prompts, "%s/fails.jsonl", fx.dir);
+    static const char lines[] = "{\"id\":\"a\",\"text\":\"Hi\"}\n{\"id\":\"b\",\"tokens\":[1,2,3,4,5,6,7,8,9]}\n";
+    vt_test_spit(prompts, lines, sizeof lines - 1);
+    char out[200], topk[200];
+    snprintf(out, sizeof out, "%s/C.json", fx.dir);
+    snprintf(topk, sizeof topk, "%s/C.topk", fx.dir);
+    const char *outputs[] = { out, topk, NULL };
+    cr_assert_gt(each_failure_of(op_capture, "fails.jsonl", "vt-capture, one run failing", outputs), 500);
+    size_t len;
+    char *doc = vt_test_slurp(out, &len);
+    cr_assert(doc && strstr(doc, "expected at most n_ctx 8"), "the failed run's message is in %s", out);
+    free(doc);
 }
 
 /* vt-seal: create, verify, extract. */
@@ -369,7 +438,12 @@ Test(oom, seal_create_verify_extract)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/ev/sub' && cp '%s' '%s/ev/' && echo hi > '%s/ev/sub/a.txt'", fx.dir,
              fx.capture, fx.dir, fx.dir);
     cr_assert_eq(system(cmd), 0);
-    cr_assert_gt(each_failure(op_seal, NULL, "vt-seal"), 50);
+    char archive[200], sealj[200], member[200];
+    snprintf(archive, sizeof archive, "%s/ev.tar.gz", fx.dir);
+    snprintf(sealj, sizeof sealj, "%s/ev.tar.gz.seal.json", fx.dir);
+    snprintf(member, sizeof member, "%s/ev-out/sub/a.txt", fx.dir);
+    const char *outputs[] = { archive, sealj, member, NULL };
+    cr_assert_gt(each_failure_of(op_seal, NULL, "vt-seal", outputs), 50);
 }
 
 /* Package verification: the pinned npm tarball against its lock, and a wheel. */
@@ -393,4 +467,77 @@ static int op_npm(void *ctx)
 Test(oom, verify_npm_package)
 {
     cr_assert_gt(each_failure(op_npm, NULL, "vt_package_verify_npm"), 20);
+}
+
+/* vt agree's comparison, on runners of the test's own (runner.h). */
+#include "compare/agree.h"
+
+static int oom_fake_open(const vt_runner_settings *s, void **state, vt_error *err)
+{
+    (void)s;
+    (void)err;
+    *state = NULL;
+    return VT_OK;
+}
+static int oom_fake_reset(void *state, vt_error *err)
+{
+    (void)state;
+    (void)err;
+    return VT_OK;
+}
+static int oom_fake_eval(void *state, const int32_t *tokens, int32_t n, int all, float *logits, vt_error *err)
+{
+    (void)state;
+    (void)tokens;
+    (void)err;
+    for (int32_t i = 0; i < (all ? n : 1); i++)
+        for (int v = 0; v < 16; v++)
+            logits[(size_t)i * 16 + v] = (float)((v * 5 + i) % 7);
+    return VT_OK;
+}
+static int32_t oom_fake_n_vocab(void *state)
+{
+    (void)state;
+    return 16;
+}
+static void oom_fake_identity(void *state, vt_runner_identity *out)
+{
+    (void)state;
+    *out = (vt_runner_identity){ "fake", "1", "cpu", "cpu", "", "" };
+}
+static void oom_fake_close(void *state) { (void)state; }
+static const vt_runner_ops oom_fake_ops = { .name = "fake", .open = oom_fake_open, .reset = oom_fake_reset,
+                                            .eval = oom_fake_eval, .n_vocab = oom_fake_n_vocab,
+                                            .identity = oom_fake_identity, .close = oom_fake_close };
+
+static int op_agree(void *ctx)
+{
+    vt_runner **r = ctx;
+    static const int32_t prompt[3] = { 1, 2, 3 };
+    const int32_t *prompts[2] = { prompt, prompt };
+    const int32_t lens[2] = { 3, 2 };
+    vt_agree_prompt per[2];
+    vt_agree_summary sum;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_agree_run(r[0], r[1], prompts, lens, 2, 4, 500.0, per, &sum, &err);
+    if (rc == VT_OK && (sum.n_prompts != 2 || sum.strict != 2))
+        rc = VT_ECHECK; /* a comparison that went on after a failure would miscount */
+    return rc;
+}
+
+Test(oom, agree_on_two_runners)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "none";
+    s.n_ctx = 16;
+    s.n_batch = 16;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r[2] = { vt_runner_open(&oom_fake_ops, &s, &err), vt_runner_open(&oom_fake_ops, &s, &err) };
+    cr_assert(r[0] && r[1], "%s", err.msg);
+    cr_assert_gt(each_failure(op_agree, r, "vt_agree_run"), 5);
+    vt_runner_close(r[0]);
+    vt_runner_close(r[1]);
 }

@@ -1228,3 +1228,40 @@ Test(seal, create_refuses_a_file_given_as_the_directory)
     assert_err_has("plain: cannot open directory: Not a directory");
     cr_assert(!exists(P("p.tar.gz")));
 }
+
+/* Archives only Python's tarfile and gzip would write this way. */
+static void python_craft(const char *script)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && python3 -c '%s'", tmp, script);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+Test(seal, extract_refuses_a_malformed_gzip_extra_field)
+{
+    /* FEXTRA set, a subfield that claims 20 bytes of 2. */
+    python_craft("import gzip,struct\n"
+                 "d = gzip.compress(b\"x\" * 10, mtime=0)\n"
+                 "h = bytearray(d[:10]); h[3] |= 4\n"
+                 "x = b\"AB\" + struct.pack(\"<H\", 20) + b\"12\"\n"
+                 "open(\"extra.tar.gz\", \"wb\").write(bytes(h) + struct.pack(\"<H\", len(x)) + x + d[10:])\n");
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("extra.tar.gz"), P("dest")), 2, "%s", err_text());
+    assert_err_has("offset 0: gzip header: malformed extra field");
+    assert_nothing_left(P("dest"));
+}
+
+Test(seal, extract_refuses_a_directory_with_data)
+{
+    python_craft("import tarfile,io,hashlib\n"
+                 "m = b\"{\\\"schema\\\":\\\"vt.seal.manifest/1\\\",\\\"members\\\":[\\n"
+                 "{\\\"path\\\":\\\"d/\\\",\\\"type\\\":\\\"dir\\\",\\\"mode\\\":\\\"0755\\\"}\\n]}\\n\"\n"
+                 "t = tarfile.open(\"dirdata.tar.gz\", \"w:gz\", format=tarfile.PAX_FORMAT)\n"
+                 "i = tarfile.TarInfo(\"manifest.json\"); i.size = len(m); t.addfile(i, io.BytesIO(m))\n"
+                 "i = tarfile.TarInfo(\"d\"); i.type = tarfile.DIRTYPE; i.mode = 0o755; i.size = 5\n"
+                 "t.addfile(i, io.BytesIO(b\"hello\"))\n"
+                 "t.close()\n");
+    /* libarchive reads it as damaged before vt's own check could see it. */
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("dirdata.tar.gz"), P("dest")), 2, "%s", err_text());
+    assert_err_has("tar header: Damaged tar archive");
+    assert_nothing_left(P("dest"));
+}
