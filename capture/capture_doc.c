@@ -81,19 +81,28 @@ static cJSON *num_array(const double *v, int64_t n)
     return a;
 }
 
-/* SHA-256 of token ids as little-endian int32 (prompts[].sha256). */
-static void tokens_sha256(const int32_t *t, int32_t n, vt_sha256_hex *out)
+/* SHA-256 of token ids as little-endian int32 (prompts[].sha256), hashed
+ * through a small buffer: no allocation, whatever the prompt's length.
+ * 0, or -1 when OpenSSL fails. */
+static int tokens_sha256(const int32_t *t, int32_t n, vt_sha256_hex *out)
 {
-    unsigned char *b = malloc((size_t)n * 4 + 1);
-    if (!b) {
-        out->hex[0] = '\0';
-        return;
+    unsigned char b[1024], md[32];
+    unsigned int mdn = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    for (int32_t i = 0; ok && i < n;) {
+        size_t m = 0;
+        for (; i < n && m < sizeof b; i++, m += 4)
+            for (int k = 0; k < 4; k++)
+                b[m + (size_t)k] = (unsigned char)((uint32_t)t[i] >> (8 * k));
+        ok = EVP_DigestUpdate(ctx, b, m) == 1;
     }
-    for (int32_t i = 0; i < n; i++)
-        for (int k = 0; k < 4; k++)
-            b[4 * i + k] = (unsigned char)((uint32_t)t[i] >> (8 * k));
-    vt_sha256_buffer(b, (size_t)n * 4, out);
-    free(b);
+    ok = ok && EVP_DigestFinal_ex(ctx, md, &mdn) == 1 && mdn == 32;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return -1;
+    vt_sha256_hex_of(md, out);
+    return 0;
 }
 
 /* ------------------------------------------------------------ the model */
@@ -142,7 +151,6 @@ static void vocab_sha256(const vt_gguf *g, vt_sha256_hex *out)
 {
     static const char *const keys[] = { "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
                                         "tokenizer.ggml.merges" };
-    static const char hex[] = "0123456789abcdef";
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 && EVP_DigestUpdate(ctx, "vt.vocab/1", 11) == 1;
     for (int k = 0; ok && k < 3; k++) {
@@ -164,11 +172,10 @@ static void vocab_sha256(const vt_gguf *g, vt_sha256_hex *out)
     unsigned int mdn = 0;
     ok = ok && EVP_DigestFinal_ex(ctx, md, &mdn) == 1 && mdn == 32;
     EVP_MD_CTX_free(ctx);
-    for (int b = 0; b < 32; b++) {
-        out->hex[2 * b] = ok ? hex[md[b] >> 4] : '\0';
-        out->hex[2 * b + 1] = ok ? hex[md[b] & 15] : '\0';
-    }
-    out->hex[ok ? 64 : 0] = '\0'; /* no digest: an empty string, which the schema refuses */
+    if (ok)
+        vt_sha256_hex_of(md, out);
+    else
+        out->hex[0] = '\0'; /* no digest: an empty string, which the schema refuses */
 }
 
 cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_vocab)
@@ -744,7 +751,11 @@ int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_captu
             add_str(e, "text", pr->text);
         cJSON_AddItemToObject(e, "tokens", int_array(pr->tokens, pr->n_tokens));
         vt_sha256_hex h;
-        tokens_sha256(pr->tokens, pr->n_tokens, &h);
+        if (tokens_sha256(pr->tokens, pr->n_tokens, &h) != 0) {
+            cJSON_Delete(e);
+            cJSON_Delete(doc);
+            return vt_error_set(err, VT_EINPUT, "capture: prompts[%d]: SHA-256 of its tokens failed", p);
+        }
         add_str(e, "sha256", h.hex);
         cJSON_AddItemToArray(ps, e);
     }

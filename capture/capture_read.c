@@ -956,16 +956,6 @@ typedef struct hash_job {
     int ok;
 } hash_job;
 
-static void hex32(const unsigned char *md, vt_sha256_hex *out)
-{
-    static const char h[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out->hex[2 * i] = h[md[i] >> 4];
-        out->hex[2 * i + 1] = h[md[i] & 15];
-    }
-    out->hex[64] = '\0';
-}
-
 /* The seal's input is the body plus "}"; the file is the body plus the
  * seal member: one pass over the body, the context copied for the two ends. */
 static void *hash_run(void *arg)
@@ -982,11 +972,11 @@ static void *hash_run(void *arg)
     j->ok = j->ok && EVP_MD_CTX_copy_ex(b, a) == 1 && EVP_DigestUpdate(a, "}", 1) == 1 &&
             EVP_DigestFinal_ex(a, md, &n) == 1;
     if (j->ok)
-        hex32(md, &j->seal);
+        vt_sha256_hex_of(md, &j->seal);
     j->ok = j->ok && EVP_DigestUpdate(b, j->base + j->body, j->len - j->body) == 1 &&
             EVP_DigestFinal_ex(b, md, &n) == 1;
     if (j->ok)
-        hex32(md, &j->file);
+        vt_sha256_hex_of(md, &j->file);
     EVP_MD_CTX_free(a);
     EVP_MD_CTX_free(b);
     return NULL;

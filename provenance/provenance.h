@@ -14,6 +14,8 @@
 typedef struct vt_sha256_hex { char hex[65]; } vt_sha256_hex;
 
 int vt_sha256_buffer(const void *data, size_t size, vt_sha256_hex *out);
+/* The hex of a 32-byte digest computed elsewhere (a streamed EVP digest). */
+void vt_sha256_hex_of(const unsigned char md[32], vt_sha256_hex *out);
 /* Streams the file with large reads; *size_out (may be NULL) gets its size. */
 int vt_sha256_file(const char *path, vt_sha256_hex *out, uint64_t *size_out, vt_error *err);
 /* Hashes n files in parallel (up to n_threads; <= 0: one per online CPU);

@@ -328,6 +328,8 @@ void vt_prov_hex(const unsigned char *d, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+void vt_sha256_hex_of(const unsigned char md[32], vt_sha256_hex *out) { vt_prov_hex(md, 32, out->hex); }
+
 int vt_sha256_buffer(const void *data, size_t size, vt_sha256_hex *out)
 {
     unsigned char md[EVP_MAX_MD_SIZE];

@@ -9,6 +9,7 @@
  * Not in the sanitizer build: ASan replaces malloc itself. */
 #include <criterion/criterion.h>
 
+#include "capture/canonical_json.h"
 #include "capture/capture.h"
 #include "capture/capture_read.h"
 #include "capture/strict.h"
@@ -234,6 +235,37 @@ static int op_json(void *ctx)
 Test(oom, json_parse)
 {
     cr_assert_gt(each_failure(op_json, NULL, "vt_json_parse"), 5);
+}
+
+/* Sealing a document: with VT_OK, the text is the sealed document. ctx:
+ * the capture fixture's text, parsed and sealed again each time. */
+static int op_canonical_seal(void *ctx)
+{
+    const char *want = ctx;
+    cJSON *doc = vt_json_parse(want, strlen(want), "capture", NULL);
+    if (!doc)
+        return VT_EINPUT;
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "seal");
+    vt_error err;
+    vt_error_clear(&err);
+    vt_sha256_hex seal;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = vt_canonical_seal(doc, &seal, &text, &len, &err);
+    cJSON_Delete(doc);
+    if (rc == VT_OK && !(text && len == strlen(want) && memcmp(text, want, len) == 0))
+        rc = -1; /* success without the sealed text */
+    free(text);
+    return rc;
+}
+
+Test(oom, canonical_seal)
+{
+    size_t n;
+    char *want = vt_test_slurp(fx.capture, &n);
+    cr_assert_not_null(want);
+    cr_assert_gt(each_failure(op_canonical_seal, want, "vt_canonical_seal"), 5);
+    free(want);
 }
 
 static int op_read_capture(void *ctx)

@@ -709,6 +709,20 @@ Test(publish, top_k_side_file_options)
     cr_assert_str_eq(get(get(doc, "topk_file"), "name")->valuestring, "sub/t.bin");
     cr_assert(!exists(e.topk));
     cJSON_Delete(doc);
+    /* Up and across: a capture two directories down names it ../../sub/t.bin
+     * (one ".." per directory left, none for the common part). */
+    char deep[200], deep_out[240];
+    snprintf(deep, sizeof deep, "%s/deep", e.dir);
+    cr_assert_eq(mkdir(deep, 0755), 0);
+    snprintf(deep, sizeof deep, "%s/deep/er", e.dir);
+    cr_assert_eq(mkdir(deep, 0755), 0);
+    snprintf(deep_out, sizeof deep_out, "%s/c.json", deep);
+    rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 --top-k 3 "
+                "--no-timestamp --out '%s' --topk-out '%s/sub/t2.bin'", VT_BIN, e.model, e.prompts, deep_out, e.dir);
+    cr_assert_eq(rc, 0, "%s", e.cmd_err);
+    doc = check_document(deep_out, "#/$defs/capture");
+    cr_assert_str_eq(get(get(doc, "topk_file"), "name")->valuestring, "../../sub/t2.bin");
+    cJSON_Delete(doc);
     /* The side file may not alias another output, nor be asked for with --top-k 0. */
     rc = sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --max-tokens 2 "
                 "--no-timestamp --overwrite --out '%s' --logits-out '%s' --topk-out '%s'", VT_BIN, e.model, e.prompts,
