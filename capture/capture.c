@@ -225,8 +225,10 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     c->json_failures = vt_json_alloc_failures();
     c->local_own.error_run.run = c->local_own.error_after.run = c->local_own.differs.run = -1;
     int rc = VT_OK;
-    if (!o->runner || !(c->ops = vt_runner_find(o->runner)))
-        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine or llamacpp", o->runner ? o->runner : "");
+    if (!o->runner)
+        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine or llamacpp");
+    else if (!(c->ops = vt_runner_find(o->runner)))
+        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine or llamacpp", o->runner);
     else if (!o->model)
         rc = vt_error_set(err, VT_EINPUT, "--model: missing: expected a GGUF file");
     else if (!o->prompts == !o->score_prefix_of)

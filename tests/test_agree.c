@@ -264,3 +264,38 @@ Test(agree, refuses_other_vocabularies_and_nothing_to_generate)
     vt_runner_close(b);
     vt_runner_close(c);
 }
+
+/* vt run's bad options: exit 2 and one line naming the option and what was
+ * expected (a missing option says missing, not an empty value). */
+Test(run_cli, bad_options_are_one_line_and_exit_2)
+{
+    make_dir();
+    char model[256];
+    make_fixture("Q8_0", 1, model, sizeof model);
+    static const struct { const char *args, *line; } cases[] = {
+        { "--model M --prompt hi", "vt run: --runner: missing: expected engine or llamacpp" },
+        { "--runner nope --model M --prompt hi", "vt run: --runner 'nope': expected engine or llamacpp" },
+        { "--runner engine --prompt hi", "vt run: --model: missing: expected a GGUF file" },
+        { "--runner engine --model M", "vt run: --prompt/--prompt-tokens: missing: expected exactly one of the two" },
+        { "--runner engine --model M --prompt hi --prompt-tokens 1",
+          "vt run: --prompt/--prompt-tokens 'both given': expected exactly one of the two" },
+        { "--runner engine --model M --prompt-tokens 1,x", "vt run: --prompt-tokens '1,x': expected comma-separated "
+                                                          "token ids" },
+        { "--runner engine --model M --prompt-tokens 1 --frobnicate 1",
+          "vt run: option '--frobnicate': expected one of the options in 'vt run --help'" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[512], out[256], err[1024];
+        const char *m = strstr(cases[i].args, " M");
+        if (m)
+            snprintf(args, sizeof args, "%.*s '%s'%s", (int)(m - cases[i].args), cases[i].args, model, m + 2);
+        else
+            snprintf(args, sizeof args, "%s", cases[i].args);
+        int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err, "'%s' run %s", VT_BIN, args);
+        cr_assert_eq(rc, 2, "vt run %s: exit %d: %s", args, rc, err);
+        char want[600];
+        snprintf(want, sizeof want, "%s\n", cases[i].line);
+        cr_assert_str_eq(err, want, "vt run %s", args);
+    }
+    remove_dir();
+}

@@ -446,6 +446,7 @@ typedef struct open_case {
 
 static const char *const bogus_allow[] = { "temperatur" };
 static void oc_runner(env *e, vt_capture_opts *o) { (void)e, o->runner = "nope"; }
+static void oc_no_runner(env *e, vt_capture_opts *o) { (void)e, o->runner = NULL; }
 static void oc_no_model(env *e, vt_capture_opts *o) { (void)e, o->model = NULL; }
 static void oc_no_prompts(env *e, vt_capture_opts *o) { (void)e, o->prompts = NULL; }
 static void oc_both_inputs(env *e, vt_capture_opts *o) { o->score_prefix_of = e->out; }
@@ -488,6 +489,7 @@ static void oc_arch(env *e, vt_capture_opts *o)
 
 static const open_case open_cases[] = {
     { "--runner 'nope': expected engine or llamacpp", oc_runner },
+    { "--runner: missing: expected engine or llamacpp", oc_no_runner },
     { "--model: missing: expected a GGUF file", oc_no_model },
     { "--prompts/--score-prefix-of: expected exactly one of the two", oc_no_prompts },
     { "--prompts/--score-prefix-of: expected exactly one of the two", oc_both_inputs },

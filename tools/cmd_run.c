@@ -31,6 +31,12 @@ static int bad(const char *opt, const char *val, const char *expected)
     return 2;
 }
 
+static int missing(const char *opt, const char *expected)
+{
+    fprintf(stderr, "vt run: %s: missing: expected %s\n", opt, expected);
+    return 2;
+}
+
 /* "1,2,3" -> ids (malloc'd). */
 static int parse_ids(const char *s, int32_t **out, int32_t *n)
 {
@@ -145,14 +151,16 @@ int vt_cmd_run(int argc, char **argv)
         }
     }
     if (!runner_name)
-        return bad("--runner", "", "engine or llamacpp");
+        return missing("--runner", "engine or llamacpp");
     const vt_runner_ops *ops = vt_runner_find(runner_name);
     if (!ops)
         return bad("--runner", runner_name, "engine or llamacpp");
     if (!s.model_path)
-        return bad("--model", "", "a GGUF file");
-    if (!prompt_text == !prompt_ids)
-        return bad("--prompt/--prompt-tokens", "", "exactly one of the two");
+        return missing("--model", "a GGUF file");
+    if (!prompt_text && !prompt_ids)
+        return missing("--prompt/--prompt-tokens", "exactly one of the two");
+    if (prompt_text && prompt_ids)
+        return bad("--prompt/--prompt-tokens", "both given", "exactly one of the two");
 
     vt_error err;
     vt_error_clear(&err);

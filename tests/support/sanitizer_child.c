@@ -1,6 +1,8 @@
 /* A child that a sanitizer reports (CMakeLists.txt, test sanitizer_exit_codes):
  * VT_CHILD_asan reads past a heap block, VT_CHILD_ubsan overflows a signed
- * int. The values come from argc so that no compiler folds them away. */
+ * int. The values come from argc and a volatile so that no compiler folds them
+ * away, and the block is zeroed so that gcc's -Wuninitialized (an error under
+ * VT_WERROR) has nothing to say about the read it cannot see is out of bounds. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +11,9 @@ int main(int argc, char **argv)
 {
     (void)argv;
 #if defined(VT_CHILD_asan)
-    volatile char *p = malloc(4);
-    int c = p[3 + argc];
+    volatile char *p = calloc(4, 1);
+    volatile int past = 3;
+    int c = p[past + argc];
     free((void *)p);
     return c == 12345;
 #else
