@@ -466,15 +466,15 @@ static void oc_allow(env *e, vt_capture_opts *o)
 static void oc_side_dir(env *e, vt_capture_opts *o) { (void)e, o->logits_out = "/nonexistent/dir/c.logits"; }
 static void oc_launcher(env *e, vt_capture_opts *o)
 {
-    char *p = malloc(200);
-    snprintf(p, 200, "%s/bad-launcher.json", e->dir);
+    static char p[4096]; /* outlives the change: the options point at it */
+    snprintf(p, sizeof p, "%s/bad-launcher.json", e->dir);
     spit(p, "{\"launcher\":\"x\",\"host\":\"y\"}");
-    o->launcher_manifest = p; /* freed with the test's process */
+    o->launcher_manifest = p;
 }
 static void oc_arch(env *e, vt_capture_opts *o)
 {
-    char *p = malloc(200);
-    snprintf(p, 200, "%s/no-arch.gguf", e->dir);
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/no-arch.gguf", e->dir);
     vt_error err;
     vt_error_clear(&err);
     vt_gguf *g = vt_gguf_open(e->model, &err);
