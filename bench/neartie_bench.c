@@ -6,7 +6,7 @@
  * log-probs per position, one repeat) it writes three synthetic, properly
  * sealed documents in canonical JSON (a local and an oracle vt.capture/2,
  * each with its vt.topk/1 side file of top-20 log-probs, and the oracle's
- * vt.prefix-scores/2) under $TMPDIR (or /tmp), then times what vt-neartie
+ * vt.prefix-scores/3) under $TMPDIR (or /tmp), then times what vt-neartie
  * does with them: reading and verifying the five inputs (seals, schema,
  * canonical form, the side files' SHA-256 and every entry), the guards,
  * classification (with the top-k margins at each first divergence), the
@@ -281,6 +281,7 @@ static void write_doc(const char *path, int kind, int P, int T, int K, const cha
         cJSON_AddStringToObject(l, "schema", VT_CAPTURE_SCHEMA);
         cJSON_AddStringToObject(l, "seal", local->seal);
         cJSON_AddStringToObject(l, "workload_seal", local->workload);
+        cJSON_AddStringToObject(d, "shape", "replay");
     }
     cJSON_AddItemToObject(d, "model", model_json());
     cJSON *rt = cJSON_AddObjectToObject(d, "runtime");

@@ -245,6 +245,8 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     else if (o->topk_out && (o->top_k == 0 || o->score_prefix_of))
         rc = vt_error_set(err, VT_EINPUT, "--topk-out %s: expected no top-k side file %s", o->topk_out,
                           o->top_k == 0 ? "with --top-k 0" : "when scoring (--score-prefix-of)");
+    else if ((unsigned)o->score_shape > VT_SHAPE_BATCHED)
+        rc = vt_error_set(err, VT_EINPUT, "--score-shape %d: expected replay or batched", (int)o->score_shape);
     else if (o->settings.seed > VT_CAPTURE_MAX_SEED)
         rc = vt_error_set(err, VT_EINPUT, "--seed %llu: expected at most 2^53-1 (recorded exactly in JSON)",
                           (unsigned long long)o->settings.seed);
@@ -369,7 +371,7 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     if (rc == VT_OK && c->topk_path && !(c->topk = vt_topk_writer_new(c->topk_dir, id.top_k, err)))
         rc = err ? err->code : VT_EINPUT;
     vt_run_plan plan = { &c->prompts, c->prefix ? c->cont : NULL, c->n_cont, c->o.repetitions, c->o.max_tokens,
-                         c->prefix ? 0 : c->o.top_k };
+                         c->prefix ? 0 : c->o.top_k, c->o.score_shape };
     if (rc == VT_OK)
         rc = vt_capture_repeat(r, &plan, c->side, c->topk, &res, err);
     if (rc == VT_OK && c->side)

@@ -31,10 +31,11 @@
  *               first_mismatch?{prompt,repeat,position,field}},
  *   workload_seal, seal
  *
- * vt.prefix-scores/2 (--score-prefix-of LOCAL): the runner teacher-forced on
+ * vt.prefix-scores/3 (--score-prefix-of LOCAL): the runner teacher-forced on
  * LOCAL's streams (each prompt's repeat-0 tokens after its prompt tokens):
  *   schema, tool, created_utc?, local{file,sha256,schema,seal,workload_seal},
- *   model, runtime, package, launcher, settings, prompts (LOCAL's),
+ *   shape ("replay": the prompt, then one token per evaluation, as
+ *   generation ran; "batched": the tokens in prefill batches), model, runtime, package, launcher, settings, prompts (LOCAL's),
  *   runs[{prompt, repeat, status, error?, tokens[] (LOCAL's), logprobs[]
  *         (of those tokens), argmax[], argmax_logprobs[], logits_sha256?}],
  *   logits_file, determinism, workload_seal, seal
@@ -44,7 +45,8 @@
  * list, token types and merges), model.problems (why the model is not
  * verified) and runtime.runner.device. vt.capture/1 and
  * vt.prefix-scores/1 are still read (capture_read.h) but are not strict
- * evidence (strict.h, rule format).
+ * evidence (strict.h, rule format). vt.prefix-scores/3 added shape; /2 and
+ * /1 were batched, and are read so.
  *
  * Conventions:
  *  - prompt indices (runs[].prompt, first_mismatch.prompt) are 0-based
@@ -92,10 +94,11 @@
 #include "../engine/runner.h"
 
 #define VT_CAPTURE_SCHEMA "vt.capture/2"
-#define VT_PREFIX_SCORES_SCHEMA "vt.prefix-scores/2"
-/* The first versions, still read (capture_read.h). */
+#define VT_PREFIX_SCORES_SCHEMA "vt.prefix-scores/3"
+/* Earlier versions, still read (capture_read.h). */
 #define VT_CAPTURE_SCHEMA_V1 "vt.capture/1"
 #define VT_PREFIX_SCORES_SCHEMA_V1 "vt.prefix-scores/1"
+#define VT_PREFIX_SCORES_SCHEMA_V2 "vt.prefix-scores/2"
 #define VT_CAPTURE_STRICT_REPEATS 10
 /* llama.cpp sizes a context in multiples of 256 cells (measured: asked
  * for 10, llama_n_ctx reports 256). */
@@ -108,6 +111,8 @@ typedef struct vt_capture_opts {
     const char *model;             /* GGUF file */
     const char *prompts;           /* JSON Lines (prompts.h); NULL with score_prefix_of */
     const char *score_prefix_of;   /* a vt.capture to teacher-force on, or NULL */
+    vt_score_shape score_shape;    /* with score_prefix_of: replay (the default: as generation ran)
+                                      or batched (engine/runner.h) */
     const struct vt_doc *score_prefix_doc; /* LOCAL already read (capture_read.h), or NULL: read
                                               here; score_prefix_of then only names it */
     const char *out;               /* the document's path */

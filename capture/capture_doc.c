@@ -708,6 +708,7 @@ int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_captu
         add_str(l, "schema", cJSON_GetObjectItemCaseSensitive(L->meta, "schema")->valuestring);
         add_str(l, "seal", L->seal.hex);
         add_str(l, "workload_seal", L->workload_seal.hex);
+        add_str(doc, "shape", vt_score_shape_name(c->o.score_shape));
     }
     int rc = VT_OK;
     cJSON *runtime = NULL;

@@ -51,12 +51,13 @@ typedef struct vt_run_results {
 } vt_run_results;
 
 /* What to run: every prompt repetitions times, generating max_tokens, or
- * (cont non-NULL) teacher-forced on cont[p] (n_cont[p] tokens). */
+ * (cont non-NULL) teacher-forced on cont[p] (n_cont[p] tokens) in shape. */
 typedef struct vt_run_plan {
     const vt_prompt_set *prompts;
     int32_t *const *cont;
     const int32_t *n_cont;
     int32_t repetitions, max_tokens, top_k;
+    vt_score_shape shape; /* with cont */
 } vt_run_plan;
 
 /* Runs the plan. A run that fails is recorded, not returned; VT_EINPUT for

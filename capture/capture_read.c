@@ -1102,6 +1102,7 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     const char *end = base + len;
     const char *want_schema = want == VT_DOC_CAPTURE ? VT_CAPTURE_SCHEMA : VT_PREFIX_SCORES_SCHEMA;
     const char *old_schema = want == VT_DOC_CAPTURE ? VT_CAPTURE_SCHEMA_V1 : VT_PREFIX_SCORES_SCHEMA_V1;
+    const char *mid_schema = want == VT_DOC_CAPTURE ? NULL : VT_PREFIX_SCORES_SCHEMA_V2;
     /* The start and the end: {"schema":"...", ... ,"seal":"HEX"}\n */
     const char *p = base;
     if (!LIT(&p, end, "{\"schema\":")) {
@@ -1117,12 +1118,14 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     char schema[64];
     string_copy(s, p, schema, sizeof schema);
     if (strcmp(schema, want_schema) == 0)
+        d->version = mid_schema ? 3 : 2;
+    else if (mid_schema && strcmp(schema, mid_schema) == 0)
         d->version = 2;
     else if (strcmp(schema, old_schema) == 0)
         d->version = 1;
     else
-        return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\" (or \"%s\")", d->path,
-                            schema, want_schema, old_schema);
+        return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\" (or %s\"%s\")", d->path,
+                            schema, want_schema, mid_schema ? "\"" VT_PREFIX_SCORES_SCHEMA_V2 "\", " : "", old_schema);
     if (len < SEAL_TAIL + 20 || memcmp(end - SEAL_TAIL, SEAL_MEMBER, 9) != 0 || !is_hex64(end - SEAL_TAIL + 9, end) ||
         memcmp(end - 3, "\"}\n", 3) != 0)
         return vt_error_set(err, VT_EINPUT, "%s: offset %zu: field seal: expected the document to end with "
@@ -1231,9 +1234,11 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     free(mtext);
     if (rc == VT_OK) {
         const cJSON *root = vt_capture_schema();
-        static const char *const defs[2][2] = { { "#/$defs/capture_v1", "#/$defs/capture" },
-                                                { "#/$defs/prefix_scores_v1", "#/$defs/prefix_scores" } };
-        const cJSON *sub = root ? vt_json_schema_at(root, defs[want == VT_DOC_PREFIX][d->version == 2]) : NULL;
+        static const char *const defs[2][3] = {
+            { "#/$defs/capture_v1", "#/$defs/capture", "" },
+            { "#/$defs/prefix_scores_v1", "#/$defs/prefix_scores_v2", "#/$defs/prefix_scores" }
+        };
+        const cJSON *sub = root ? vt_json_schema_at(root, defs[want == VT_DOC_PREFIX][d->version - 1]) : NULL;
         vt_error e;
         vt_error_clear(&e);
         if (!sub)
@@ -1241,6 +1246,11 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
         else if (vt_json_schema_check(root, sub, d->meta, &e) != VT_OK)
             rc = vt_error_set(err, VT_EINPUT, "%s: %s", d->path, e.msg);
     }
+    /* Prefix scores before /3 were all computed in one batched pass. */
+    d->shape = VT_SHAPE_BATCHED;
+    if (rc == VT_OK && want == VT_DOC_PREFIX && d->version >= 3 &&
+        !vt_score_shape_parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d->meta, "shape")), &d->shape))
+        rc = vt_error_set(err, VT_EINPUT, "%s: field shape: expected replay or batched", d->path);
     if (rc == VT_OK) {
         /* The runs against the rest: prompts, repeats, vocabulary. */
         const cJSON *prompts = cJSON_GetObjectItemCaseSensitive(d->meta, "prompts");

@@ -45,6 +45,7 @@
 
 #include "../common/vt_error.h"
 #include "topk_file.h"
+#include "../engine/runner.h"
 #include "../provenance/provenance.h"
 
 typedef enum vt_doc_kind {
@@ -66,7 +67,8 @@ typedef struct vt_doc_note {
 typedef struct vt_doc {
     char *path;               /* as given, for messages */
     vt_doc_kind kind;
-    int version;              /* the schema's: 1 or 2 */
+    int version;              /* the schema's: 1 or 2 (prefix scores: 1, 2 or 3) */
+    vt_score_shape shape;     /* prefix scores: how they were computed (before /3: batched) */
     int have_stat;            /* read from a file: dev and ino are its */
     uint64_t dev, ino;
     cJSON *meta;              /* the document with "runs": [] */

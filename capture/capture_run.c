@@ -113,7 +113,8 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
             int32_t n = prefix ? plan->n_cont[p] : plan->max_tokens;
             vt_error rerr;
             vt_error_clear(&rerr);
-            int run_rc = prefix ? vt_runner_score(r, pr->tokens, pr->n_tokens, plan->cont[p], n, logits, &rerr)
+            int run_rc = prefix ? vt_runner_score_shaped(r, plan->shape, pr->tokens, pr->n_tokens, plan->cont[p], n,
+                                                         logits, &rerr)
                                 : vt_runner_generate(r, pr->tokens, pr->n_tokens, n, toks, logits, &rerr);
             /* JSON has no spelling for NaN or infinity, and a reference
              * that produces them has failed: such a run is an error. */

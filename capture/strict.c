@@ -180,7 +180,7 @@ static void check_launcher(const vt_doc *d, const vt_strict_rule *rule, vt_reaso
 }
 
 const vt_strict_rule vt_strict_rules[] = {
-    { "format", "the current schema (vt.capture/2, vt.prefix-scores/2), which records the vocabulary's sha256, the "
+    { "format", "the current schema (vt.capture/2, vt.prefix-scores/2 or /3), which records the vocabulary's sha256, the "
                 "model's problems and the runner's device", check_format },
     { "repeats", "at least 10 repeats", check_repeats },
     { "runs", "every run ok", check_runs },

@@ -14,11 +14,13 @@ static int score_prompt(vt_runner *local, vt_runner *oracle, const int32_t *prom
     int rc = vt_runner_generate(local, prompt, n_prompt, n_gen, tok_local, NULL, err);
     if (!rc)
         rc = vt_runner_generate(oracle, prompt, n_prompt, n_gen, tok_oracle, NULL, err);
-    /* Actual-prefix scoring: both runners teacher-forced on the local stream. */
+    /* Actual-prefix scoring: both runners teacher-forced on the local
+     * stream, replayed as generation ran (engine/runner.h: the shape in
+     * which a runner's own stream has no gap). */
     if (!rc)
-        rc = vt_runner_score(oracle, prompt, n_prompt, tok_local, n_gen, lg_oracle, err);
+        rc = vt_runner_score_replay(oracle, prompt, n_prompt, tok_local, n_gen, lg_oracle, err);
     if (!rc)
-        rc = vt_runner_score(local, prompt, n_prompt, tok_local, n_gen, lg_local, err);
+        rc = vt_runner_score_replay(local, prompt, n_prompt, tok_local, n_gen, lg_local, err);
     if (rc)
         return rc;
     for (int32_t i = 0; i < n_gen; i++) {
@@ -35,7 +37,8 @@ static int score_prompt(vt_runner *local, vt_runner *oracle, const int32_t *prom
                 out->max_abs_dlogprob_all = d;
         }
     }
-    vt_nt_prompt_input in = { n_gen, tok_local, tok_oracle, logp_tok, logp_best };
+    vt_nt_prompt_input in = { .n = n_gen, .local_tokens = tok_local, .oracle_tokens = tok_oracle,
+                              .logp_local = logp_tok, .logp_argmax = logp_best };
     vt_nt_score_prompt(&in, threshold, &out->nt);
     return VT_OK;
 }

@@ -5,6 +5,7 @@ const char *vt_prompt_class_name(vt_prompt_class c)
     switch (c) {
     case VT_PROMPT_STRICT: return "strict";
     case VT_PROMPT_NEAR_TIE: return "near-tie-only";
+    case VT_PROMPT_WITHIN_NOISE: return "within-noise";
     default: return "failed";
     }
 }
@@ -26,14 +27,23 @@ void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt
             out->within_gaps++;
         else
             out->above_gaps++;
+        int above = gap > threshold_mnats;
+        if (in->logp_local_b) {
+            int above_b = vt_nt_gap_mnats(in->logp_argmax_b[i], in->logp_local_b[i]) > threshold_mnats;
+            out->beyond_noise_gaps += above && above_b;
+            out->within_noise_gaps += above != above_b;
+        } else {
+            out->beyond_noise_gaps += above;
+        }
         if (gap > out->max_gap_mnats) {
             out->max_gap_mnats = gap;
             out->max_gap_pos = i;
         }
     }
     /* Nothing compared is no agreement: a prompt with no position fails. */
-    out->cls = in->n == 0                ? VT_PROMPT_FAILED
-               : out->first_divergence < 0 ? VT_PROMPT_STRICT
-               : out->above_gaps == 0    ? VT_PROMPT_NEAR_TIE
-                                         : VT_PROMPT_FAILED;
+    out->cls = in->n == 0                    ? VT_PROMPT_FAILED
+               : out->first_divergence < 0     ? VT_PROMPT_STRICT
+               : out->beyond_noise_gaps > 0    ? VT_PROMPT_FAILED
+               : out->within_noise_gaps > 0    ? VT_PROMPT_WITHIN_NOISE
+                                               : VT_PROMPT_NEAR_TIE;
 }

@@ -5,7 +5,20 @@
  * strict: local tokens equal the oracle's at every position;
  * near-tie-only: not strict, every gap <= threshold (inclusive);
  * failed: some gap above the threshold, or no position compared at all
- * (0 positions are never strict: they compare nothing). */
+ * (0 positions are never strict: they compare nothing).
+ *
+ * The oracle's noise (DESIGN.md): an oracle need not agree with itself
+ * across execution shapes. Given its scores of the same LOCAL stream in a
+ * second shape (replay and batched, engine/runner.h), a position whose gap
+ * is above the threshold in one shape and within it in the other is
+ * "within the oracle's noise": the oracle itself cannot decide it. Above
+ * in both is beyond the noise. A prompt is then
+ *   failed: some position beyond the noise (or nothing compared);
+ *   within-noise: not failed, not strict, some position within the noise;
+ *   near-tie-only: not strict, every gap within the threshold in both.
+ * Without a second shape every position above the threshold is beyond: the
+ * noise never excuses what was not measured. A self-consistent oracle
+ * (both shapes equal) has no position within the noise. */
 #ifndef VT_NEARTIE_H
 #define VT_NEARTIE_H
 
@@ -14,10 +27,12 @@
 typedef enum vt_prompt_class {
     VT_PROMPT_STRICT = 0,
     VT_PROMPT_NEAR_TIE = 1,
-    VT_PROMPT_FAILED = 2
+    VT_PROMPT_FAILED = 2,
+    VT_PROMPT_WITHIN_NOISE = 3
 } vt_prompt_class;
 
-const char *vt_prompt_class_name(vt_prompt_class c); /* "strict", "near-tie-only", "failed" */
+/* "strict", "near-tie-only", "failed", "within-noise" */
+const char *vt_prompt_class_name(vt_prompt_class c);
 
 /* One prompt: n positions of both streams and of the oracle's prefix scores. */
 typedef struct vt_nt_prompt_input {
@@ -26,6 +41,8 @@ typedef struct vt_nt_prompt_input {
     const int32_t *oracle_tokens;
     const double *logp_local;   /* oracle's log-prob of local_tokens[i] */
     const double *logp_argmax;  /* oracle's log-prob of its own argmax at i */
+    /* The same in the oracle's other scoring shape, or both NULL. */
+    const double *logp_local_b, *logp_argmax_b;
 } vt_nt_prompt_input;
 
 typedef struct vt_nt_prompt_result {
@@ -33,7 +50,9 @@ typedef struct vt_nt_prompt_result {
     int32_t first_divergence;          /* -1 if strict */
     int32_t local_token, oracle_token; /* at the first divergence */
     double first_gap_mnats;            /* gap at the first divergence */
-    int32_t zero_gaps, within_gaps, above_gaps;
+    int32_t zero_gaps, within_gaps, above_gaps; /* of the first shape's gaps */
+    int32_t within_noise_gaps;         /* above the threshold in exactly one shape */
+    int32_t beyond_noise_gaps;         /* above in both (in the one, without a second) */
     double max_gap_mnats;
     int32_t max_gap_pos;               /* -1 if every gap is 0 */
 } vt_nt_prompt_result;

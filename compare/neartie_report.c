@@ -27,8 +27,18 @@
 #define VT_GIT_REV "unknown"
 #endif
 
-#define REPORT_SCHEMA "vt.neartie-report/2"
-enum { LOCAL = 0, ORACLE = 1, SCORES = 2 };
+#define REPORT_SCHEMA "vt.neartie-report/3"
+/* The inputs: both captures, the oracle's scores of the local streams (the
+ * first shape: replay where there is one), the same in the other shape
+ * (SCORES_B, optional), and the oracle's scores of its own streams (SELF:
+ * its noise floor, measured only with score_with). */
+enum { LOCAL = 0, ORACLE = 1, SCORES = 2, SCORES_B = 3, SELF = 4, N_DOCS = 5 };
+
+static const char noise_rule[] =
+    "the oracle scores the local stream in two shapes (replay: as generation ran; batched: as a prefill); a "
+    "position above the threshold in one shape and within it in the other is within the oracle's noise, above "
+    "in both is beyond it; the gate counts prompts with a position beyond the noise as failed. The oracle's gaps "
+    "on its own stream are its noise floor, reported and never used to excuse a gap";
 
 typedef struct gap_entry {
     double gap;
@@ -37,10 +47,11 @@ typedef struct gap_entry {
 
 struct vt_neartie {
     vt_nt_opts o;
-    vt_doc doc[3];
-    int n_docs;
-    char *scores_text; /* score_with: the prefix scores' bytes */
-    size_t scores_len;
+    vt_doc doc[N_DOCS];
+    int have[N_DOCS];  /* which were read */
+    char *text[N_DOCS]; /* score_with: the computed scores' bytes */
+    size_t text_len[N_DOCS];
+    const char *file[N_DOCS]; /* the scores' files as given (the report names them), or NULL */
     vt_reasons refusals;
     vt_reasons unverified; /* --allow-unverified: the strict rules the captures do not pass */
     cJSON *allowed;    /* what the guards recorded */
@@ -56,6 +67,8 @@ struct vt_neartie {
     vt_nt_prompt_result *res;
     int32_t *positions, *comparable;
     double *margin; /* per prompt: local's and oracle's margin at the first divergence (NAN: unknown) */
+    double *floor_gap; /* per prompt: the oracle's largest gap on its own stream (SELF), or NAN */
+    int32_t *floor_pos;
     gap_entry *top;
     int32_t n_top;
     vt_nt_metrics metrics;
@@ -182,6 +195,10 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
         vt_error_set(err, VT_EINPUT, "--model: missing: expected the oracle's GGUF for --score-with %s", o->score_with);
         return NULL;
     }
+    if (o->prefix_scores_b && !o->prefix_scores) {
+        vt_error_set(err, VT_EINPUT, "--prefix-scores: a second without a first");
+        return NULL;
+    }
     if (o->scores_out && !o->score_with) {
         vt_error_set(err, VT_EINPUT, "--scores-out: expected only with --score-with");
         return NULL;
@@ -202,17 +219,36 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
     }
     c->o = *o;
     c->json_failures = vt_json_alloc_failures(); /* every JSON built from here on must be whole */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_DOCS; i++)
         c->doc[i].error_run.run = c->doc[i].error_after.run = c->doc[i].differs.run = -1;
-    vt_doc_source src[3] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
+    vt_doc_source src[4] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
                              { .path = o->oracle, .kind = VT_DOC_CAPTURE },
-                             { .path = o->prefix_scores, .kind = VT_DOC_PREFIX } };
-    int n = o->prefix_scores ? 3 : 2;
+                             { .path = o->prefix_scores, .kind = VT_DOC_PREFIX },
+                             { .path = o->prefix_scores_b, .kind = VT_DOC_PREFIX } };
+    int n = o->prefix_scores_b ? 4 : o->prefix_scores ? 3 : 2;
     if (vt_doc_read_all(src, c->doc, n, err) != VT_OK) {
         free(c);
         return NULL;
     }
-    c->n_docs = n;
+    for (int i = 0; i < n; i++)
+        c->have[i] = 1;
+    c->file[SCORES] = o->prefix_scores;
+    c->file[SCORES_B] = o->prefix_scores_b;
+    if (n == 4) {
+        if (c->doc[SCORES].shape == c->doc[SCORES_B].shape) {
+            vt_error_set(err, VT_EINPUT, "%s, %s: both scored in shape %s: expected one replay and one batched",
+                         o->prefix_scores, o->prefix_scores_b, vt_score_shape_name(c->doc[SCORES].shape));
+            vt_nt_free(c);
+            return NULL;
+        }
+        if (c->doc[SCORES].shape != VT_SHAPE_REPLAY) { /* replay first */
+            vt_doc t = c->doc[SCORES];
+            c->doc[SCORES] = c->doc[SCORES_B];
+            c->doc[SCORES_B] = t;
+            c->file[SCORES] = o->prefix_scores_b;
+            c->file[SCORES_B] = o->prefix_scores;
+        }
+    }
     if (!(c->allowed = cJSON_CreateArray())) {
         vt_error_set(err, VT_EINPUT, "out of memory");
         vt_nt_free(c);
@@ -229,18 +265,20 @@ static const cJSON *jget(const cJSON *root, const char *a, const char *b, const 
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, a), b), k);
 }
 
-/* The oracle teacher-forced on the local streams, by the capture library's
- * prefix scoring, with the oracle's resolved configuration. */
-static int score_here(vt_neartie *c, vt_error *err)
+/* The oracle teacher-forced on the streams of doc[of] in shape, by the
+ * capture library's prefix scoring, with the oracle's resolved
+ * configuration, into doc[into]. */
+static int score_here(vt_neartie *c, int of, vt_score_shape shape, int into, vt_error *err)
 {
     const vt_doc *oracle = &c->doc[ORACLE];
     vt_capture_opts co;
     vt_capture_opts_default(&co);
     co.runner = c->o.score_with;
     co.model = c->o.model;
-    co.score_prefix_of = c->o.local;
-    co.score_prefix_doc = &c->doc[LOCAL]; /* read once, here */
-    co.out = c->o.scores_out ? c->o.scores_out : "prefix-scores.json";
+    co.score_prefix_of = of == LOCAL ? c->o.local : c->o.oracle;
+    co.score_prefix_doc = &c->doc[of]; /* read once, here */
+    co.score_shape = shape;
+    co.out = c->o.scores_out && into == SCORES ? c->o.scores_out : "prefix-scores.json";
     co.repetitions = 1;
     co.package = c->o.package;
     co.package_root = c->o.package_root;
@@ -265,22 +303,26 @@ static int score_here(vt_neartie *c, vt_error *err)
     int rc = vt_capture_run(cap, err);
     size_t len = 0;
     const char *text = rc == VT_OK ? vt_capture_text(cap, &len) : NULL;
-    if (rc == VT_OK && !(c->scores_text = malloc(len ? len : 1)))
+    if (rc == VT_OK && !(c->text[into] = malloc(len ? len : 1)))
         rc = vt_error_set(err, VT_EINPUT, "out of memory");
     if (rc == VT_OK) {
-        memcpy(c->scores_text, text, len);
-        c->scores_len = len;
+        memcpy(c->text[into], text, len);
+        c->text_len[into] = len;
     }
     vt_capture_free(cap);
     if (rc)
         return rc;
     char name[600];
-    snprintf(name, sizeof name, "%s", c->o.scores_out ? c->o.scores_out : "prefix scores (--score-with)");
-    vt_doc_source src = { .path = name, .text = c->scores_text, .len = c->scores_len, .kind = VT_DOC_PREFIX,
+    if (into == SCORES && c->o.scores_out)
+        snprintf(name, sizeof name, "%s", c->o.scores_out);
+    else
+        snprintf(name, sizeof name, "prefix scores of the %s streams, %s (--score-with)", of == LOCAL ? "local" : "oracle's own",
+                 vt_score_shape_name(shape));
+    vt_doc_source src = { .path = name, .text = c->text[into], .len = c->text_len[into], .kind = VT_DOC_PREFIX,
                           .no_side_files = 1 };
-    rc = vt_doc_read(&src, &c->doc[SCORES], err);
+    rc = vt_doc_read(&src, &c->doc[into], err);
     if (rc == VT_OK)
-        c->n_docs = 3;
+        c->have[into] = 1;
     return rc;
 }
 
@@ -300,12 +342,22 @@ int vt_nt_guard(vt_neartie *c, vt_error *err)
     if (vt_nt_n_refusals(c))
         return VT_OK;
     if (c->o.score_with) {
-        int rc = score_here(c, err);
+        /* Both shapes of the local streams, and the oracle's own streams
+         * batched (replayed, a deterministic oracle's own stream has no gap
+         * by construction: engine/runner.h). */
+        int rc = score_here(c, LOCAL, VT_SHAPE_REPLAY, SCORES, err);
+        if (rc == VT_OK)
+            rc = score_here(c, LOCAL, VT_SHAPE_BATCHED, SCORES_B, err);
+        if (rc == VT_OK)
+            rc = score_here(c, ORACLE, VT_SHAPE_BATCHED, SELF, err);
         if (rc)
             return rc;
     }
-    in.scores = &c->doc[SCORES];
-    vt_nt_guard_stage(&in, VT_NT_SCORES, &c->refusals);
+    for (int k = SCORES; k <= SCORES_B && !vt_nt_n_refusals(c); k++)
+        if (c->have[k]) {
+            in.scores = &c->doc[k];
+            vt_nt_guard_stage(&in, VT_NT_SCORES, &c->refusals);
+        }
     return c->unverified.oom ? vt_error_set(err, VT_EINPUT, "%s", lost) : VT_OK;
 }
 
@@ -429,12 +481,34 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON_AddStringToObject(tool, "git", VT_GIT_REV);
     add_doc_ref(r, "local", L, base_name(c->o.local));
     add_doc_ref(r, "oracle", O, base_name(c->o.oracle));
-    const char *sfile = c->o.prefix_scores ? c->o.prefix_scores : c->o.scores_out;
+    const char *sfile = c->file[SCORES] ? c->file[SCORES] : c->o.scores_out;
     add_doc_ref(r, "prefix_scores", S, sfile ? base_name(sfile) : NULL);
     char by[128];
     snprintf(by, sizeof by, "vt-neartie --score-with %s", c->o.score_with ? c->o.score_with : "");
-    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(r, "prefix_scores"), "scored_by",
-                            c->o.score_with ? by : "file");
+    cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "prefix_scores");
+    cJSON_AddStringToObject(ps, "scored_by", c->o.score_with ? by : "file");
+    cJSON_AddStringToObject(ps, "shape", vt_score_shape_name(S->shape));
+    cJSON *noise = cJSON_AddObjectToObject(r, "noise");
+    cJSON_AddStringToObject(noise, "rule", noise_rule);
+    cJSON_AddBoolToObject(noise, "available", c->have[SCORES_B]);
+    if (c->have[SCORES_B]) {
+        add_doc_ref(noise, "second_shape", &c->doc[SCORES_B],
+                    c->file[SCORES_B] ? base_name(c->file[SCORES_B]) : NULL);
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(noise, "second_shape"), "shape",
+                                vt_score_shape_name(c->doc[SCORES_B].shape));
+    } else {
+        cJSON_AddStringToObject(noise, "reason", "prefix scores in one shape only: every gap above the threshold "
+                                                 "counts as beyond the oracle's noise");
+        cJSON_AddNullToObject(noise, "second_shape");
+    }
+    if (c->have[SELF]) {
+        cJSON *fl = cJSON_AddObjectToObject(noise, "floor");
+        cJSON_AddStringToObject(fl, "shape", vt_score_shape_name(c->doc[SELF].shape));
+        cJSON_AddStringToObject(fl, "seal", c->doc[SELF].seal.hex);
+        cJSON_AddStringToObject(fl, "definition", "per prompt, the oracle's largest gap on its own stream");
+    } else {
+        cJSON_AddNullToObject(noise, "floor"); /* measured only with --score-with */
+    }
     cJSON_AddNumberToObject(r, "threshold_mnats", c->o.threshold_mnats);
     cJSON *tt = cJSON_AddObjectToObject(r, "token_text");
     if (c->tok)
@@ -487,6 +561,18 @@ static int build_report(vt_neartie *c, vt_error *err)
             cJSON_AddNullToObject(e, "max_gap_position");
         else
             cJSON_AddNumberToObject(e, "max_gap_position", x->max_gap_pos);
+        cJSON_AddNumberToObject(e, "within_noise_gaps", x->within_noise_gaps);
+        cJSON_AddNumberToObject(e, "beyond_noise_gaps", x->beyond_noise_gaps);
+        if (isnan(c->floor_gap[p])) {
+            cJSON_AddNullToObject(e, "noise_floor_mnats");
+            cJSON_AddNullToObject(e, "noise_floor_position");
+        } else {
+            cJSON_AddNumberToObject(e, "noise_floor_mnats", c->floor_gap[p]);
+            if (c->floor_pos[p] < 0)
+                cJSON_AddNullToObject(e, "noise_floor_position");
+            else
+                cJSON_AddNumberToObject(e, "noise_floor_position", c->floor_pos[p]);
+        }
         cJSON_AddItemToArray(prompts, e);
     }
     const vt_nt_totals *t = &c->totals;
@@ -495,12 +581,19 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON_AddNumberToObject(tot, "strict", t->strict);
     cJSON_AddNumberToObject(tot, "near_tie_only", t->near_tie);
     cJSON_AddNumberToObject(tot, "failed", t->failed);
+    cJSON_AddNumberToObject(tot, "within_noise", t->within_noise);
     cJSON_AddNumberToObject(tot, "positions", (double)t->positions);
     cJSON_AddNumberToObject(tot, "zero_gaps", (double)t->zero_gaps);
     cJSON_AddNumberToObject(tot, "within_gaps", (double)t->within_gaps);
     cJSON_AddNumberToObject(tot, "above_gaps", (double)t->above_gaps);
     cJSON_AddNumberToObject(tot, "max_gap_mnats", t->max_gap_mnats);
     cJSON_AddNumberToObject(tot, "scorer_disagreements", (double)t->scorer_disagreements);
+    cJSON_AddNumberToObject(tot, "within_noise_gaps", (double)t->within_noise_gaps);
+    cJSON_AddNumberToObject(tot, "beyond_noise_gaps", (double)t->beyond_noise_gaps);
+    if (c->have[SELF])
+        cJSON_AddNumberToObject(tot, "noise_floor_max_mnats", t->noise_floor_max_mnats);
+    else
+        cJSON_AddNullToObject(tot, "noise_floor_max_mnats");
 
     cJSON *lg = cJSON_AddArrayToObject(r, "largest_gaps");
     for (int32_t k = 0; k < c->n_top; k++) {
@@ -553,6 +646,7 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON *gate = cJSON_AddObjectToObject(r, "gate");
     cJSON_AddNumberToObject(gate, "require_strict", c->o.require_strict);
     cJSON_AddNumberToObject(gate, "max_failed", c->o.max_failed);
+    cJSON_AddNumberToObject(gate, "within_noise", t->within_noise); /* not counted as failed */
     cJSON_AddBoolToObject(gate, "passed", t->gate_passed);
     cJSON *reasons = cJSON_AddArrayToObject(gate, "reasons");
     for (int i = 0; i < c->n_gate_reasons; i++)
@@ -637,9 +731,10 @@ static void divergence_text(vt_neartie *c, int32_t p, char *out, size_t cap)
     margin_text(c->margin[2 * p], ml, sizeof ml);
     margin_text(c->margin[2 * p + 1], mo, sizeof mo);
     snprintf(out, cap, "%s: first divergence at position %d: local %s, oracle %s, gap %.3f milli-nats (margins: "
-             "local %s, oracle %s); max gap %.3f milli-nats at position %d; %d gaps above the threshold %g",
+             "local %s, oracle %s); max gap %.3f milli-nats at position %d; %d gaps above the threshold %g; %d "
+             "positions within the oracle's noise, %d beyond",
              vt_prompt_class_name(x->cls), x->first_divergence, lt, ot, x->first_gap_mnats, ml, mo, x->max_gap_mnats,
-             x->max_gap_pos, x->above_gaps, c->o.threshold_mnats);
+             x->max_gap_pos, x->above_gaps, c->o.threshold_mnats, x->within_noise_gaps, x->beyond_noise_gaps);
 }
 
 static int build_junit(vt_neartie *c, vt_error *err)
@@ -656,14 +751,22 @@ static int build_junit(vt_neartie *c, vt_error *err)
               t->prompts, t->failed);
     char v[64];
     snprintf(v, sizeof v, "%g", c->o.threshold_mnats);
-    char dis[32];
+    char dis[32], wn[32], fl[32] = "not measured";
     snprintf(dis, sizeof dis, "%lld", (long long)t->scorer_disagreements);
+    snprintf(wn, sizeof wn, "%d", t->within_noise);
+    if (c->have[SELF])
+        snprintf(fl, sizeof fl, "%.3f", t->noise_floor_max_mnats);
     const char *props[][2] = { { "threshold_mnats", v },
                                { "local_seal", c->doc[LOCAL].seal.hex },
                                { "oracle_seal", c->doc[ORACLE].seal.hex },
                                { "prefix_scores_seal", c->doc[SCORES].seal.hex },
                                { "strict_evidence", c->unverified.n ? "false" : "true" },
-                               { "scorer_disagreements", dis } };
+                               { "scorer_disagreements", dis },
+                               { "scores_shape", vt_score_shape_name(c->doc[SCORES].shape) },
+                               { "noise_second_shape",
+                                 c->have[SCORES_B] ? vt_score_shape_name(c->doc[SCORES_B].shape) : "none" },
+                               { "within_noise_prompts", wn },
+                               { "noise_floor_max_mnats", fl } };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
         vt_sbuf_printf(&b, "      <property name=\"%s\" value=\"%s\"/>\n", props[i][0], props[i][1]);
     vt_sbuf_puts(&b, "    </properties>\n");
@@ -675,7 +778,7 @@ static int build_junit(vt_neartie *c, vt_error *err)
         divergence_text(c, p, line, sizeof line);
         if (x->cls == VT_PROMPT_STRICT) {
             vt_sbuf_puts(&b, "/>\n");
-        } else if (x->cls == VT_PROMPT_NEAR_TIE) {
+        } else if (x->cls == VT_PROMPT_NEAR_TIE || x->cls == VT_PROMPT_WITHIN_NOISE) {
             vt_sbuf_puts(&b, ">\n      <system-out>");
             xml_put(&b, line);
             vt_sbuf_puts(&b, "</system-out>\n    </testcase>\n");
@@ -707,12 +810,13 @@ static int build_table(vt_neartie *c, vt_error *err)
         int n = (int)strlen(c->ids[p]);
         w = n > w ? (n > 32 ? 32 : n) : w;
     }
-    char scores[700];
-    if (c->o.prefix_scores)
-        snprintf(scores, sizeof scores, "prefix scores %.600s", c->o.prefix_scores);
+    char scores[900];
+    const char *shape = vt_score_shape_name(c->doc[SCORES].shape);
+    if (c->file[SCORES])
+        snprintf(scores, sizeof scores, "prefix scores %.600s (%s)", c->file[SCORES], shape);
     else
-        snprintf(scores, sizeof scores, "prefix scores by --score-with %.300s%s%.300s", c->o.score_with,
-                 c->o.scores_out ? " into " : "", c->o.scores_out ? c->o.scores_out : "");
+        snprintf(scores, sizeof scores, "prefix scores by --score-with %.300s%s%.300s (%s)", c->o.score_with,
+                 c->o.scores_out ? " into " : "", c->o.scores_out ? c->o.scores_out : "", shape);
     vt_sbuf_printf(&b, "vt-neartie: local %s, oracle %s, %s; threshold %g milli-nats\n", c->o.local, c->o.oracle, scores,
               c->o.threshold_mnats);
     vt_sbuf_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10s\n", w, "prompt", "class", "first", "local token",
@@ -730,10 +834,31 @@ static int build_table(vt_neartie *c, vt_error *err)
         vt_sbuf_printf(&b, "%-*s  %-13s  %5s  %-20s  %-20s  %10s  %10.3f\n", w, id, vt_prompt_class_name(x->cls), first,
                   lt, ot, gap, x->max_gap_mnats);
     }
-    vt_sbuf_printf(&b, "totals: %d prompts: %d strict, %d near-tie-only, %d failed; %lld positions: %lld zero gaps, %lld "
-              "within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict, t->near_tie, t->failed,
-              (long long)t->positions, (long long)t->zero_gaps, (long long)t->within_gaps, c->o.threshold_mnats,
-              (long long)t->above_gaps, t->max_gap_mnats);
+    vt_sbuf_printf(&b, "totals: %d prompts: %d strict, %d near-tie-only, %d within-noise, %d failed; %lld positions: "
+              "%lld zero gaps, %lld within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict,
+              t->near_tie, t->within_noise, t->failed, (long long)t->positions, (long long)t->zero_gaps,
+              (long long)t->within_gaps, c->o.threshold_mnats, (long long)t->above_gaps, t->max_gap_mnats);
+    if (c->have[SCORES_B])
+        vt_sbuf_printf(&b, "oracle's noise: the local streams also scored %s: %lld positions within the oracle's "
+                       "noise (above the threshold in one shape only), %lld beyond (above in both)\n",
+                       vt_score_shape_name(c->doc[SCORES_B].shape), (long long)t->within_noise_gaps,
+                       (long long)t->beyond_noise_gaps);
+    else
+        vt_sbuf_printf(&b, "oracle's noise: not measured (prefix scores in one shape): %lld positions above the "
+                       "threshold all count as beyond it\n", (long long)t->beyond_noise_gaps);
+    if (c->have[SELF]) {
+        vt_sbuf_printf(&b, "oracle's noise floor (its own streams scored %s; reported, never used to excuse a gap): "
+                       "max %.3f milli-nats", vt_score_shape_name(c->doc[SELF].shape), t->noise_floor_max_mnats);
+        const char *sep = "; per prompt:";
+        for (int32_t p = 0; p < L->n_prompts; p++)
+            if (c->floor_gap[p] > 0) {
+                char id[200];
+                display(c->ids[p], strlen(c->ids[p]), id, sizeof id);
+                vt_sbuf_printf(&b, "%s %s %.3f at %d", sep, id, c->floor_gap[p], c->floor_pos[p]);
+                sep = ",";
+            }
+        vt_sbuf_puts(&b, "\n");
+    }
     if (t->strict < t->prompts)
         vt_sbuf_printf(&b, "margins at first divergences (milli-nats by which each capture preferred its own token "
                        "there, from its top-k):\n");
@@ -803,7 +928,11 @@ static int build_table(vt_neartie *c, vt_error *err)
               t->gate_passed ? "passed" : "FAILED");
     for (int i = 0; i < c->n_gate_reasons; i++)
         vt_sbuf_printf(&b, "%s%s", i ? "; " : " (", c->gate_reasons[i]);
-    vt_sbuf_printf(&b, "%s\n", c->n_gate_reasons ? ")" : "");
+    vt_sbuf_printf(&b, "%s", c->n_gate_reasons ? ")" : "");
+    if (t->within_noise)
+        vt_sbuf_printf(&b, "; %d prompt%s within the oracle's noise, not counted as failed", t->within_noise,
+                       t->within_noise == 1 ? "" : "s");
+    vt_sbuf_puts(&b, "\n");
     if (b.oom || !b.p) {
         free(b.p);
         return vt_error_set(err, VT_EINPUT, "table: out of memory");
@@ -828,7 +957,7 @@ static void top_insert(vt_neartie *c, double gap, int32_t p, int32_t i)
 
 int vt_nt_compare(vt_neartie *c, vt_error *err)
 {
-    if (!c->guarded || c->refusals.n || c->n_docs < 3)
+    if (!c->guarded || c->refusals.n || !c->have[SCORES])
         return vt_error_set(err, VT_EINPUT, "neartie: compare before the guards passed");
     const vt_doc *L = &c->doc[LOCAL], *O = &c->doc[ORACLE], *S = &c->doc[SCORES];
     const int32_t P = L->n_prompts;
@@ -838,7 +967,10 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
     c->top = calloc((size_t)(c->o.top_gaps > 0 ? c->o.top_gaps : 1), sizeof *c->top);
     c->ids = calloc((size_t)(P ? P : 1), sizeof *c->ids);
     c->margin = calloc((size_t)(P ? 2 * P : 1), sizeof *c->margin);
-    if (!c->res || !c->positions || !c->comparable || !c->top || !c->ids || !c->margin)
+    c->floor_gap = calloc((size_t)(P ? P : 1), sizeof *c->floor_gap);
+    c->floor_pos = calloc((size_t)(P ? P : 1), sizeof *c->floor_pos);
+    if (!c->res || !c->positions || !c->comparable || !c->top || !c->ids || !c->margin || !c->floor_gap ||
+        !c->floor_pos)
         return vt_error_set(err, VT_EINPUT, "neartie: out of memory");
     int32_t k = 0;
     for (const cJSON *pr = cJSON_GetObjectItemCaseSensitive(L->meta, "prompts")->child; pr && k < P; pr = pr->next)
@@ -853,8 +985,28 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
         const int32_t *lt = L->tokens + L->off[p], *ot = O->tokens + O->off[p];
         const double *lp = S->logprobs + S->off[p], *ap = S->argmax_logprobs + S->off[p];
-        vt_nt_prompt_input in = { n, lt, ot, lp, ap };
+        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL };
+        if (c->have[SCORES_B]) {
+            const vt_doc *B = &c->doc[SCORES_B];
+            in.logp_local_b = B->logprobs + B->off[p];
+            in.logp_argmax_b = B->argmax_logprobs + B->off[p];
+        }
         vt_nt_score_prompt(&in, thr, &c->res[p]);
+        /* The oracle's noise floor: its largest gap on its own stream. */
+        c->floor_gap[p] = NAN;
+        c->floor_pos[p] = -1;
+        if (c->have[SELF]) {
+            const vt_doc *F = &c->doc[SELF];
+            c->floor_gap[p] = 0.0;
+            for (int32_t i = 0; i < F->n[p]; i++) {
+                double g = vt_nt_gap_mnats(F->argmax_logprobs[F->off[p] + i], F->logprobs[F->off[p] + i]);
+                if (g > c->floor_gap[p]) {
+                    c->floor_gap[p] = g;
+                    c->floor_pos[p] = i;
+                }
+            }
+            t->noise_floor_max_mnats = fmax(t->noise_floor_max_mnats, c->floor_gap[p]);
+        }
         const vt_nt_prompt_result *x = &c->res[p];
         c->positions[p] = n;
         c->comparable[p] = x->first_divergence < 0 ? n : x->first_divergence + 1;
@@ -875,6 +1027,9 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         t->strict += x->cls == VT_PROMPT_STRICT;
         t->near_tie += x->cls == VT_PROMPT_NEAR_TIE;
         t->failed += x->cls == VT_PROMPT_FAILED;
+        t->within_noise += x->cls == VT_PROMPT_WITHIN_NOISE;
+        t->within_noise_gaps += x->within_noise_gaps;
+        t->beyond_noise_gaps += x->beyond_noise_gaps;
         t->positions += n;
         t->zero_gaps += x->zero_gaps;
         t->within_gaps += x->within_gaps;
@@ -936,7 +1091,7 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
     if (c->o.junit)
         items[n++] = (vt_publish_item){ .path = c->o.junit, .data = c->junit, .size = c->junit_len };
     if (c->o.scores_out)
-        items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->scores_text, .size = c->scores_len };
+        items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->text[SCORES], .size = c->text_len[SCORES] };
     if (n == 0)
         return VT_OK;
     /* The outputs may not alias any input: captures, scores, model, the
@@ -946,6 +1101,7 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
     const char *direct[] = { c->o.local,
                              c->o.oracle,
                              c->o.prefix_scores,
+                             c->o.prefix_scores_b,
                              c->o.model,
                              c->o.package,
                              c->tok_file[0] ? c->tok_file : NULL,
@@ -953,7 +1109,8 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
                              c->doc[LOCAL].logits_path,
                              c->doc[ORACLE].topk_path,
                              c->doc[ORACLE].logits_path,
-                             c->o.prefix_scores ? c->doc[SCORES].logits_path : NULL };
+                             c->o.prefix_scores ? c->doc[SCORES].logits_path : NULL,
+                             c->o.prefix_scores_b ? c->doc[SCORES_B].logits_path : NULL };
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
         if (direct[i])
             inputs[ni++] = direct[i];
@@ -965,9 +1122,10 @@ void vt_nt_free(vt_neartie *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_DOCS; i++) {
         vt_doc_free(&c->doc[i]);
-    free(c->scores_text);
+        free(c->text[i]);
+    }
     vt_reasons_free(&c->refusals);
     vt_reasons_free(&c->unverified);
     cJSON_Delete(c->allowed);
@@ -977,6 +1135,8 @@ void vt_nt_free(vt_neartie *c)
     free(c->positions);
     free(c->comparable);
     free(c->margin);
+    free(c->floor_gap);
+    free(c->floor_pos);
     free(c->top);
     for (int i = 0; i < c->n_gate_reasons; i++)
         free(c->gate_reasons[i]);

@@ -1,6 +1,6 @@
 /* vt-neartie: a local capture scored against an oracle capture under the
  * near-tie rule (compare/neartie.h), with the oracle's actual-prefix scores
- * (vt.prefix-scores/2: the oracle teacher-forced on the local streams),
+ * (vt.prefix-scores/3: the oracle teacher-forced on the local streams),
  * read from a file or computed here by the capture library's prefix scoring.
  *
  *   c = vt_nt_open(&opts, err);     read and verify the inputs (seals, schema)
@@ -14,12 +14,16 @@
  *  - a text table (one line per prompt: id, class, first divergence,
  *    local and oracle token there, gap; then totals, largest gaps, metrics,
  *    allowed differences, gate);
- *  - a JSON report, schema vt.neartie-report/2 (/1 had no evidence member), canonical JSON and a
+ *  - a JSON report, schema vt.neartie-report/3 (/1 had no evidence member,
+ *    /2 no noise members), canonical JSON and a
  *    newline, sealed like a capture (seal: SHA-256 of the canonical JSON of
  *    everything before it), members in this order:
  *      schema, tool{name,version,git},
  *      local{file,sha256,seal,workload_seal,runner},
- *      oracle{...}, prefix_scores{file,sha256,seal,runner,scored_by},
+ *      oracle{...}, prefix_scores{file,sha256,seal,workload_seal,runner,scored_by,shape},
+ *      noise{rule, available, reason? (without a second shape),
+ *        second_shape{file,sha256,seal,workload_seal,runner,shape}|null,
+ *        floor{shape,seal,definition}|null (measured only with score_with)},
  *      threshold_mnats, token_text{file,note},
  *      allowed_differences[{field,differs,differences[{field,left,right}]}],
  *      evidence{strict, unverified[{rule,file,reason}]} (strict false: the
@@ -28,13 +32,17 @@
  *      prompts[{index,id,class,positions,first_divergence|null{position,
  *        local{id,text?},oracle{id,text?},gap_mnats,local_margin_mnats,
  *        oracle_margin_mnats},zero_gaps,within_gaps,
- *        above_gaps,max_gap_mnats,max_gap_position|null}],
- *      totals{prompts,strict,near_tie_only,failed,positions,zero_gaps,
- *        within_gaps,above_gaps,max_gap_mnats,scorer_disagreements},
+ *        above_gaps,max_gap_mnats,max_gap_position|null,within_noise_gaps,
+ *        beyond_noise_gaps,noise_floor_mnats|null,noise_floor_position|null}],
+ *      totals{prompts,strict,near_tie_only,failed,within_noise,positions,
+ *        zero_gaps,within_gaps,above_gaps,max_gap_mnats,scorer_disagreements,
+ *        within_noise_gaps,beyond_noise_gaps,noise_floor_max_mnats|null},
  *      largest_gaps[{prompt,id,position,gap_mnats,local,oracle,context[]}],
  *      metrics{available,reason?|scope,positions,prompts,kld{...},
  *        top1_agreement,max_abs_dlogit,max_abs_dlogprob,rms_dp,max_abs_dp},
- *      gate{require_strict,max_failed,passed,reasons[]}, seal
+ *      gate{require_strict,max_failed,within_noise,passed,reasons[]}, seal
+ *    The gaps shown (classes, first divergence, largest gaps) are the first
+ *    shape's: replay where given. The noise rule is neartie.h's.
  *    The margins: at the first divergence (identical prefixes), by how
  *    many milli-nats the local capture preferred its token over the
  *    oracle's, and the oracle capture its token over the local one, from
@@ -64,6 +72,7 @@
 typedef struct vt_nt_opts {
     const char *local, *oracle;
     const char *prefix_scores; /* a vt.prefix-scores, or NULL with score_with */
+    const char *prefix_scores_b; /* the same scores in the other shape, or NULL */
     const char *score_with;    /* a runner name: score here, or NULL */
     const char *model;         /* GGUF: the scorer's model, and the token text */
     int32_t threads;           /* the scorer's threads; 0: the oracle's */
@@ -85,8 +94,11 @@ void vt_nt_opts_default(vt_nt_opts *o);
 
 typedef struct vt_nt_totals {
     int32_t prompts, strict, near_tie, failed;
+    int32_t within_noise;          /* prompts (neartie.h): not counted as failed */
     int64_t positions, zero_gaps, within_gaps, above_gaps;
+    int64_t within_noise_gaps, beyond_noise_gaps;
     double max_gap_mnats;
+    double noise_floor_max_mnats;  /* the oracle's largest gap on its own streams (with score_with) */
     int64_t scorer_disagreements; /* positions of identical prefix where the
                                      scores' argmax is not the oracle's token */
     int gate_passed;

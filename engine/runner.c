@@ -44,6 +44,7 @@ void vt_runner_settings_default(vt_runner_settings *s)
 static const char *const mode_names[] = { "production", "eager" };
 static const char *const cache_names[] = { "auto", "f32", "bf16", "fp8_e4m3" };
 static const char *const matmul_names[] = { "exact", "q8" };
+static const char *const shape_names[] = { "replay", "batched" };
 
 static int parse_name(const char *s, const char *const *names, int n)
 {
@@ -73,6 +74,14 @@ int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out)
 {
     int i = parse_name(s, matmul_names, 2);
     return i < 0 ? 0 : (*out = (vt_matmul_mode)i, 1);
+}
+
+const char *vt_score_shape_name(vt_score_shape s) { return (unsigned)s < 2 ? shape_names[s] : "?"; }
+
+int vt_score_shape_parse(const char *s, vt_score_shape *out)
+{
+    int i = parse_name(s, shape_names, 2);
+    return i < 0 ? 0 : (*out = (vt_score_shape)i, 1);
 }
 
 vt_runner *vt_runner_open(const vt_runner_ops *ops, const vt_runner_settings *s, vt_error *err)
@@ -246,8 +255,8 @@ int vt_runner_generate(vt_runner *r, const int32_t *prompt, int32_t n_prompt, in
     return rc;
 }
 
-int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
-                    int32_t n_cont, float *out_logits, vt_error *err)
+/* What both scoring shapes refuse before anything runs. */
+static int check_score_args(const vt_runner *r, int32_t n_prompt, const int32_t *cont, int32_t n_cont, vt_error *err)
 {
     if (n_prompt <= 0)
         return vt_error_set(err, VT_EINPUT, "score: empty prompt: expected at least one token");
@@ -258,7 +267,15 @@ int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const
         if (cont[i] < 0 || cont[i] >= r->n_vocab)
             return vt_error_set(err, VT_EINPUT, "score: position %d: token %d: expected 0 <= id < %d", i,
                                 cont[i], r->n_vocab);
-    int rc = r->ops->reset(r->state, err);
+    return VT_OK;
+}
+
+int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
+                    int32_t n_cont, float *out_logits, vt_error *err)
+{
+    int rc = check_score_args(r, n_prompt, cont, n_cont, err);
+    if (rc == VT_OK)
+        rc = r->ops->reset(r->state, err);
     if (rc || n_cont == 0)
         return rc;
     size_t nv = (size_t)r->n_vocab;
@@ -268,4 +285,27 @@ int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const
     if (rc == VT_OK && n_cont > 1)
         rc = r->ops->eval(r->state, cont, n_cont - 1, 1, out_logits + nv, err);
     return rc;
+}
+
+int vt_runner_score_replay(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
+                           int32_t n_cont, float *out_logits, vt_error *err)
+{
+    int rc = check_score_args(r, n_prompt, cont, n_cont, err);
+    if (rc == VT_OK)
+        rc = r->ops->reset(r->state, err);
+    if (rc || n_cont == 0)
+        return rc;
+    size_t nv = (size_t)r->n_vocab;
+    /* The calls vt_runner_generate makes, with cont in place of its samples. */
+    rc = r->ops->eval(r->state, prompt, n_prompt, 0, out_logits, err);
+    for (int32_t i = 0; rc == VT_OK && i + 1 < n_cont; i++)
+        rc = r->ops->eval(r->state, &cont[i], 1, 0, out_logits + (size_t)(i + 1) * nv, err);
+    return rc;
+}
+
+int vt_runner_score_shaped(vt_runner *r, vt_score_shape shape, const int32_t *prompt, int32_t n_prompt,
+                           const int32_t *cont, int32_t n_cont, float *out_logits, vt_error *err)
+{
+    return shape == VT_SHAPE_REPLAY ? vt_runner_score_replay(r, prompt, n_prompt, cont, n_cont, out_logits, err)
+                                    : vt_runner_score(r, prompt, n_prompt, cont, n_cont, out_logits, err);
 }

@@ -122,9 +122,26 @@ int vt_runner_generate(vt_runner *r, const int32_t *prompt, int32_t n_prompt, in
                        int32_t *out_tokens, float *out_logits, vt_error *err);
 
 /* Teacher-forced scoring: logits predicting each of cont[0..n_cont) after
- * prompt (n_cont x n_vocab), in one pass over prompt + cont. */
+ * prompt (n_cont x n_vocab). Two shapes, because an engine need not agree
+ * with itself across them (llama.cpp's batched and single-token quantized
+ * paths differ by up to 0.9 nats on Q4_K at 0.6B size):
+ *  - batched: one pass over prompt + cont, cont in batches as a prefill;
+ *  - replay: the shape generation ran in (vt_runner_generate's calls: the
+ *    prompt, then one token per evaluation), so replaying a runner's own
+ *    greedy stream gives its generation's logits bit for bit. */
+typedef enum vt_score_shape {
+    VT_SHAPE_REPLAY = 0,
+    VT_SHAPE_BATCHED = 1
+} vt_score_shape;
+const char *vt_score_shape_name(vt_score_shape s); /* "replay", "batched" */
+int vt_score_shape_parse(const char *s, vt_score_shape *out);
+
 int vt_runner_score(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
-                    int32_t n_cont, float *out_logits, vt_error *err);
+                    int32_t n_cont, float *out_logits, vt_error *err); /* batched */
+int vt_runner_score_replay(vt_runner *r, const int32_t *prompt, int32_t n_prompt, const int32_t *cont,
+                           int32_t n_cont, float *out_logits, vt_error *err);
+int vt_runner_score_shaped(vt_runner *r, vt_score_shape shape, const int32_t *prompt, int32_t n_prompt,
+                           const int32_t *cont, int32_t n_cont, float *out_logits, vt_error *err);
 
 /* log-softmax of one row with double accumulation: out[i] = x[i] - logsumexp(x). */
 void vt_log_softmax(const float *x, int32_t n, double *out);

@@ -1027,6 +1027,43 @@ Test(prefix, llamacpp_scores_the_engine_capture_with_zero_gaps)
     teardown(&e);
 }
 
+/* --score-shape: replay by default, batched on request, recorded as the
+ * document's shape; the engine computes the same logits in both (it is
+ * batch-invariant: engine/qwen3.h). Refused with a bad value or without
+ * --score-prefix-of. */
+Test(prefix, the_score_shape_is_chosen_and_recorded)
+{
+    env e;
+    setup(&e);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --threads 1 --no-timestamp --out '%s'",
+                    VT_BIN, e.model, e.prompts, e.out), 0, "%s", e.cmd_err);
+    const char *shape[3] = { NULL, "replay", "batched" };
+    cJSON *doc[3];
+    for (int k = 0; k < 3; k++) {
+        char scores[200], opt[64] = "";
+        snprintf(scores, sizeof scores, "%s/s%d.json", e.dir, k);
+        if (shape[k])
+            snprintf(opt, sizeof opt, "--score-shape %s", shape[k]);
+        cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --threads 1 "
+                            "--no-timestamp --out '%s' %s", VT_BIN, e.model, e.out, scores, opt), 0, "%s", e.cmd_err);
+        doc[k] = check_document(scores, "#/$defs/prefix_scores");
+        cr_assert_str_eq(get(doc[k], "schema")->valuestring, "vt.prefix-scores/3");
+        cr_assert_str_eq(get(doc[k], "shape")->valuestring, k == 2 ? "batched" : "replay");
+    }
+    for (const cJSON *a = get(doc[0], "runs")->child, *b = get(doc[2], "runs")->child; a && b; a = a->next, b = b->next)
+        cr_assert_str_eq(get(a, "logits_sha256")->valuestring, get(b, "logits_sha256")->valuestring);
+    for (int k = 0; k < 3; k++)
+        cJSON_Delete(doc[k]);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --score-prefix-of '%s' --score-shape sideways "
+                        "--out '%s/x.json'", VT_BIN, e.model, e.out, e.dir), 2);
+    cr_assert(strstr(e.cmd_err, "vt-capture: --score-shape 'sideways': expected replay or batched"), "%s", e.cmd_err);
+    cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --score-shape batched --out '%s/x.json'",
+                    VT_BIN, e.model, e.prompts, e.dir), 2);
+    cr_assert(strstr(e.cmd_err, "vt-capture: --score-shape 'batched': expected only with --score-prefix-of"), "%s",
+              e.cmd_err);
+    teardown(&e);
+}
+
 /* The scores may not be written over LOCAL or a side file it names. */
 Test(prefix, outputs_may_not_alias_the_local_capture_or_its_side_files)
 {
@@ -1499,7 +1536,7 @@ static void repeat_with(float change, vt_run_results *res)
     int32_t prompt[2] = { 1, 2 };
     vt_prompt pr = { .id = "p", .tokens = prompt, .n_tokens = 2 };
     vt_prompt_set ps = { .items = &pr, .n = 1 };
-    vt_run_plan plan = { &ps, NULL, NULL, 2, 3, 0 };
+    vt_run_plan plan = { &ps, NULL, NULL, 2, 3, 0, VT_SHAPE_REPLAY };
     cr_assert_eq(vt_capture_repeat(r, &plan, NULL, NULL, res, &err), VT_OK, "%s", err.msg);
     vt_runner_close(r);
 }

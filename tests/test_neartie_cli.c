@@ -448,6 +448,7 @@ static cJSON *scores_doc(const char *lpath, const streams *s)
     cJSON_AddStringToObject(l, "schema", VT_CAPTURE_SCHEMA);
     cJSON_AddStringToObject(l, "seal", get(L, "seal")->valuestring);
     cJSON_AddStringToObject(l, "workload_seal", get(L, "workload_seal")->valuestring);
+    cJSON_AddStringToObject(d, "shape", "replay");
     cJSON_AddItemToObject(d, "model", model_json());
     cJSON_AddItemToObject(d, "runtime", runtime_json("llamacpp"));
     cJSON_AddItemToObject(d, "package", package_json("llamacpp"));
@@ -539,7 +540,7 @@ static cJSON *check_report(const char *path)
     cr_assert_not_null(text, "%s", path);
     cJSON *r = cJSON_ParseWithLength(text, n);
     cr_assert_not_null(r);
-    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/2");
+    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/3");
     vt_error err;
     vt_error_clear(&err);
     size_t cn;
@@ -644,8 +645,9 @@ Test(seed, fifteen_strict_one_near_tie_125)
     /* The table: one line per prompt, then totals. */
     cr_assert(strstr(e.cmd_out, "p15     near-tie-only      7  760"), "%s", e.cmd_out);
     cr_assert(strstr(e.cmd_out, "9175"), "%s", e.cmd_out);
-    cr_assert(strstr(e.cmd_out, "totals: 16 prompts: 15 strict, 1 near-tie-only, 0 failed; 256 positions: 255 zero "
-                                "gaps, 1 within 500, 0 above"), "%s", e.cmd_out);
+    cr_assert(strstr(e.cmd_out, "totals: 16 prompts: 15 strict, 1 near-tie-only, 0 within-noise, 0 failed; 256 "
+                                "positions: 255 zero gaps, 1 within 500, 0 above"), "%s", e.cmd_out);
+    cr_assert(strstr(e.cmd_out, "oracle's noise: not measured (prefix scores in one shape)"), "%s", e.cmd_out);
     check_junit(e.J, 16, 0);
     /* The gate on strict prompts: 15 is enough for 15, not for 16. */
     cr_assert_eq(neartie(&e, "--require-strict 15"), 0, "%s", e.cmd_err);
@@ -658,6 +660,138 @@ Test(seed, fifteen_strict_one_near_tie_125)
 }
 
 static cJSON *at(cJSON *root, const char *path);
+
+/* ------------------------------------------------- the oracle's noise */
+
+/* S.json as written, in another shape, with prompt 15's gap at position 7
+ * set to gap milli-nats, sealed to S2.json. */
+static void second_shape(env *e, const char *shape, double gap)
+{
+    cJSON *S = load_json(e->S);
+    cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(S, "shape"), shape);
+    cJSON *run = cJSON_GetArrayItem(at(S, "runs"), 15);
+    double alp = cJSON_GetArrayItem(at(run, "argmax_logprobs"), 7)->valuedouble;
+    cJSON_SetNumberValue(cJSON_GetArrayItem(at(run, "logprobs"), 7), alp - gap / 1000.0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/S2.json", e->dir);
+    write_sealed(S, path);
+    cJSON_Delete(S);
+}
+
+/* Prompt 15 diverges with a gap of 600 milli-nats in the replayed scores;
+ * the batched scores decide whether that is the oracle's noise. */
+Test(noise, a_second_shape_decides_a_gap_above_the_threshold)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 600.0);
+    docs_write(&e, &d, NULL);
+    /* One shape: failed, and the report says the noise was not measured. */
+    cr_assert_eq(neartie(&e, NULL), 1, "%s", e.cmd_err);
+    cJSON *r = check_report(e.R);
+    cr_assert(cJSON_IsFalse(get(get(r, "noise"), "available")));
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "failed");
+    cr_assert_eq(get(report_prompt(r, 15), "beyond_noise_gaps")->valuedouble, 1);
+    cr_assert(cJSON_IsNull(get(report_prompt(r, 15), "noise_floor_mnats")), "no floor without --score-with");
+    cJSON_Delete(r);
+    /* The batched scores agree (a self-consistent oracle): still failed. */
+    second_shape(&e, "batched", 600.0);
+    cr_assert_eq(neartie(&e, "--prefix-scores S2.json"), 1, "%s", e.cmd_err);
+    r = check_report(e.R);
+    cr_assert(cJSON_IsTrue(get(get(r, "noise"), "available")));
+    cr_assert_str_eq(get(get(get(r, "noise"), "second_shape"), "shape")->valuestring, "batched");
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "shape")->valuestring, "replay");
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "failed");
+    cr_assert_eq(get(get(r, "totals"), "within_noise")->valuedouble, 0);
+    cJSON_Delete(r);
+    /* Batched puts it within the threshold: within the oracle's noise, not
+     * failed; the gate passes and says so; JUnit has no failure. Given in
+     * either order, replay is the first shape. */
+    second_shape(&e, "batched", 100.0);
+    for (int order = 0; order < 2; order++) {
+        unlink(e.R);
+        unlink(e.J);
+        int rc = order ? sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle O.json --prefix-scores S2.json "
+                                "--prefix-scores S.json --out R.json --junit J.xml", e.dir, VT_BIN)
+                       : neartie(&e, "--prefix-scores S2.json");
+        cr_assert_eq(rc, 0, "order %d: exit %d: %s%s", order, rc, e.cmd_err, e.cmd_out);
+        r = check_report(e.R);
+        const cJSON *p15 = report_prompt(r, 15);
+        cr_assert_str_eq(get(p15, "class")->valuestring, "within-noise");
+        cr_assert_eq(get(p15, "within_noise_gaps")->valuedouble, 1);
+        cr_assert_eq(get(p15, "beyond_noise_gaps")->valuedouble, 0);
+        cr_assert_eq(get(p15, "max_gap_mnats")->valuedouble, 600, "the gaps shown are the replayed ones");
+        cr_assert_str_eq(get(get(r, "prefix_scores"), "file")->valuestring, "S.json");
+        cr_assert_str_eq(get(get(get(r, "noise"), "second_shape"), "file")->valuestring, "S2.json");
+        cr_assert_eq(get(get(r, "totals"), "within_noise")->valuedouble, 1);
+        cr_assert_eq(get(get(r, "totals"), "failed")->valuedouble, 0);
+        cr_assert_eq(get(get(r, "gate"), "within_noise")->valuedouble, 1);
+        cr_assert(cJSON_IsTrue(get(get(r, "gate"), "passed")));
+        cJSON_Delete(r);
+        check_junit(e.J, 16, 0);
+        cr_assert(strstr(e.cmd_out, "p15     within-noise       7"), "%s", e.cmd_out);
+        cr_assert(strstr(e.cmd_out, "1 positions within the oracle's noise (above the threshold in one shape only), "
+                                    "0 beyond"), "%s", e.cmd_out);
+        cr_assert(strstr(e.cmd_out, "gate: --require-strict 0 --max-failed 0: passed; 1 prompt within the oracle's "
+                                    "noise, not counted as failed"), "%s", e.cmd_out);
+    }
+    /* Two files of one shape: refused. */
+    second_shape(&e, "replay", 100.0);
+    expect_refused(&e, neartie(&e, "--prefix-scores S2.json"),
+                   "S.json, S2.json: both scored in shape replay: expected one replay and one batched");
+    expect_refused(&e, neartie(&e, "--prefix-scores S2.json --prefix-scores S.json"),
+                   "--prefix-scores 'S.json': expected at most two");
+    teardown(&e);
+}
+
+/* The second shape passes every guard the first does: scores of another
+ * local capture are refused. */
+Test(noise, the_second_shape_is_guarded)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 600.0);
+    docs_write(&e, &d, NULL);
+    cJSON *S = load_json(e.S);
+    cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(S, "shape"), "batched");
+    cJSON_SetValuestring(at(S, "local.seal"), "0000000000000000000000000000000000000000000000000000000000000000");
+    char path[400];
+    snprintf(path, sizeof path, "%s/S2.json", e.dir);
+    write_sealed(S, path);
+    cJSON_Delete(S);
+    expect_refused(&e, neartie(&e, "--prefix-scores S2.json"), "S2.json: refused by rule binding");
+    teardown(&e);
+}
+
+/* vt.prefix-scores/2 (before the shape was recorded) is still read, as
+ * batched: every such document was computed in one batched pass. */
+Test(noise, version_2_prefix_scores_are_read_as_batched)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    cJSON *S = load_json(e.S);
+    cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(S, "schema"), "vt.prefix-scores/2");
+    cJSON_DeleteItemFromObjectCaseSensitive(S, "shape");
+    write_sealed(S, e.S);
+    cJSON_Delete(S);
+    cr_assert_eq(neartie(&e, NULL), 0, "%s", e.cmd_err);
+    cJSON *r = check_report(e.R);
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "shape")->valuestring, "batched");
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "near-tie-only");
+    cJSON_Delete(r);
+    /* A /3 without its shape is malformed. */
+    S = load_json(e.S);
+    cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(S, "schema"), "vt.prefix-scores/3");
+    write_sealed(S, e.S);
+    cJSON_Delete(S);
+    expect_refused(&e, neartie(&e, NULL), "S.json: $: member 'shape' missing: expected it (required)");
+    teardown(&e);
+}
 
 /* The top-k entry of run r (its index in runs) at position i, slot j. */
 static void set_topk(cJSON *doc, int r, int i, int j, int32_t id, double logprob)
@@ -1323,7 +1457,7 @@ static void s_unbound_package(cJSON *d)
 static void s_launcher(cJSON *d) { cJSON_ReplaceItemInObjectCaseSensitive(at(d, "launcher"), "manifest", cJSON_CreateObject()); }
 
 static const strict_case strict_cases[] = {
-    { "format", 0, s_v1, "schema: vt.capture/1: expected the current schema (vt.capture/2, vt.prefix-scores/2)" },
+    { "format", 0, s_v1, "schema: vt.capture/1: expected the current schema (vt.capture/2, vt.prefix-scores/2 or /3)" },
     { "repeats", 0, s_nine, "settings.resolved.repetitions: 9: expected at least 10 repeats" },
     { "runs", 0, s_run_error, "runs[2] (prompt 2 'p02', repeat 0): status error (out of memory): expected every run ok" },
     { "determinism", 0, s_differs, "runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens at position "
@@ -1502,7 +1636,7 @@ Test(input, schema_violations_name_the_field)
     docs_make(&d, 125.0);
     docs_write(&e, &d, NULL);
     expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle S.json --prefix-scores S.json", e.dir,
-                          VT_BIN), "S.json: field schema: \"vt.prefix-scores/2\": expected \"vt.capture/2\" (or \"vt.capture/1\")");
+                          VT_BIN), "S.json: field schema: \"vt.prefix-scores/3\": expected \"vt.capture/2\" (or \"vt.capture/1\")");
     teardown(&e);
 }
 
@@ -2252,5 +2386,96 @@ Test(real, a_real_near_tie_is_near_tie_only, .timeout = 600)
     cr_assert(cJSON_IsTrue(get(get(r, "evidence"), "strict")));
     cJSON_Delete(r);
     check_junit(e.J, 16, 0);
+    teardown(&e);
+}
+
+/* The largest gap (milli-nats) of prompt p in a prefix-scores document,
+ * and whether every run's logits_sha256 is the capture's. */
+static double max_gap_of(const cJSON *S, int p)
+{
+    const cJSON *run = cJSON_GetArrayItem(get(S, "runs"), p);
+    const cJSON *lp = get(run, "logprobs"), *ap = get(run, "argmax_logprobs");
+    double m = 0;
+    for (int i = 0; i < cJSON_GetArraySize(lp); i++)
+        m = fmax(m, 1000.0 * (cJSON_GetArrayItem(ap, i)->valuedouble - cJSON_GetArrayItem(lp, i)->valuedouble));
+    return m;
+}
+
+static int same_logits(const cJSON *C, const cJSON *S)
+{
+    int same = 1;
+    for (const cJSON *a = get(C, "runs")->child, *b = get(S, "runs")->child; a && b; a = a->next, b = b->next)
+        same &= strcmp(get(a, "logits_sha256")->valuestring, get(b, "logits_sha256")->valuestring) == 0;
+    return same;
+}
+
+/* llama.cpp on a Q4_K model of 4 layers and the full vocabulary (the small
+ * preset): teacher-forced on its own greedy streams, replayed as generation
+ * ran, it computes its generation's logits bit for bit (no gap anywhere);
+ * batched, it does not (measured: gaps up to 106 milli-nats). vt-neartie
+ * --score-with measures that batched self-gap as the oracle's noise floor
+ * and scores the local streams in both shapes. */
+Test(real, the_oracle_replaying_its_own_stream_has_no_gap, .timeout = 900)
+{
+    env e;
+    setup(&e);
+    char model[300], prompts[300];
+    snprintf(model, sizeof model, "%s/small-Q4_K.gguf", e.dir);
+    snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", e.dir);
+    cr_assert_eq(sh(&e, "'%s' fixture make --arch qwen3 --preset small --weights Q4_K --seed 1 -o '%s'", VT_BIN, model),
+                 0, "%s", e.cmd_err);
+    FILE *in = fopen(VT_SOURCE_DIR "/fixtures/prompts/default16.jsonl", "r"), *pf = fopen(prompts, "w");
+    cr_assert(in && pf);
+    char line[1024];
+    for (int i = 0; i < 3 && fgets(line, sizeof line, in); i++) /* p00, p01, p02 */
+        fputs(line, pf);
+    fclose(in);
+    fclose(pf);
+    const char *runner[2] = { "engine", "llamacpp" }, *out[2] = { e.L, e.O };
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(sh(&e, "'%s' capture --runner %s --model '%s' --prompts '%s' --out '%s' --max-tokens 16 "
+                            "--threads 1 --no-timestamp %s %s", VT_BIN, runner[k], model, prompts, out[k],
+                        k ? "--package" : "", k ? PACKAGE : ""), 0, "%s", e.cmd_err);
+    cJSON *O = load_json(e.O);
+    cJSON *S[2];
+    const char *shape[2] = { "replay", "batched" };
+    for (int k = 0; k < 2; k++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/self-%s.json", e.dir, shape[k]);
+        cr_assert_eq(sh(&e, "'%s' capture --runner llamacpp --package %s --model '%s' --score-prefix-of '%s' "
+                            "--score-shape %s --out '%s' --threads 1 --no-timestamp", VT_BIN, PACKAGE, model, e.O,
+                        shape[k], path), 0, "%s", e.cmd_err);
+        S[k] = load_json(path);
+        cr_assert_str_eq(get(S[k], "shape")->valuestring, shape[k]);
+    }
+    double batched_max = 0;
+    for (int p = 0; p < 3; p++) {
+        cr_assert_eq(max_gap_of(S[0], p), 0.0, "replayed prompt %d: gap %g", p, max_gap_of(S[0], p));
+        batched_max = fmax(batched_max, max_gap_of(S[1], p));
+    }
+    cr_assert(same_logits(O, S[0]), "replayed logits differ from the generation's");
+    cr_assert(!same_logits(O, S[1]), "batched logits are the generation's: this test no longer shows the shapes differ");
+    cr_assert(batched_max > 10.0, "batched self-gap %g milli-nats", batched_max);
+    /* vt-neartie measures the same floor. */
+    int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE " --model '%s' "
+                    "--out '%s' --junit '%s' --allow-unverified --max-failed 3", VT_BIN, e.L, e.O, model, e.R, e.J);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
+    cJSON *r = check_report(e.R);
+    const cJSON *noise = get(r, "noise");
+    cr_assert(cJSON_IsTrue(get(noise, "available")));
+    cr_assert_str_eq(get(get(noise, "second_shape"), "shape")->valuestring, "batched");
+    cr_assert_str_eq(get(get(noise, "floor"), "shape")->valuestring, "batched");
+    cr_assert_str_eq(get(get(r, "prefix_scores"), "shape")->valuestring, "replay");
+    for (int p = 0; p < 3; p++) {
+        double fl = get(report_prompt(r, p), "noise_floor_mnats")->valuedouble;
+        cr_assert(fabs(fl - max_gap_of(S[1], p)) < 1e-6, "prompt %d: floor %g, batched self-gap %g", p, fl,
+                  max_gap_of(S[1], p));
+    }
+    cr_assert(fabs(get(get(r, "totals"), "noise_floor_max_mnats")->valuedouble - batched_max) < 1e-6);
+    cr_assert(strstr(e.cmd_out, "oracle's noise floor (its own streams scored batched"), "%s", e.cmd_out);
+    cJSON_Delete(r);
+    cJSON_Delete(S[0]);
+    cJSON_Delete(S[1]);
+    cJSON_Delete(O);
     teardown(&e);
 }

@@ -21,7 +21,8 @@ static const char usage_text[] =
     "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"
     "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite]\n"
     "                  [runner options]\n"
-    "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json [...]\n"
+    "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json\n"
+    "                  [--score-shape replay|batched] [...]\n"
     "\n"
     "Runs every prompt of P.jsonl (JSON Lines: {\"id\",\"text\"} or {\"id\",\"tokens\"}) N times\n"
     "(default 1), generating --max-tokens tokens (default 16, at least 1), and writes a sealed\n"
@@ -31,7 +32,10 @@ static const char usage_text[] =
     "runtime, package and launcher.\n"
     "--logits-out also writes every logit (zlib frames) to a side file published with it.\n"
     "--score-prefix-of teacher-forces the runner on LOCAL's repeat-0 token streams and writes\n"
-    "vt.prefix-scores/2: per position the log-prob of LOCAL's token and of the runner's argmax.\n"
+    "vt.prefix-scores/3: per position the log-prob of LOCAL's token and of the runner's argmax,\n"
+    "computed in --score-shape: replay (the default: the prompt, then one token per evaluation,\n"
+    "as generation ran, so a runner replaying its own greedy stream gives its generation's logits)\n"
+    "or batched (the tokens in prefill batches).\n"
     "--strict publishes only what the strict gate passes (README, \"The strict gate\"): >= 10\n"
     "identical repeats, every run ok with at least one position, every model file matching the\n"
     "manifest, the runtime identity resolved, resolved settings equal to the requested ones\n"
@@ -53,7 +57,7 @@ int vt_cmd_capture(int argc, char **argv)
     vt_capture_opts o;
     vt_capture_opts_default(&o);
     const char *allow[32];
-    int overwrite = 0, timestamp = 1;
+    int overwrite = 0, timestamp = 1, shape_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -92,6 +96,11 @@ int vt_cmd_capture(int argc, char **argv)
             o.score_prefix_of = v;
         else if (strcmp(a, "--out") == 0 || strcmp(a, "-o") == 0)
             o.out = v;
+        else if (strcmp(a, "--score-shape") == 0) {
+            if (!vt_score_shape_parse(v, &o.score_shape))
+                return bad(a, v, "replay or batched");
+            shape_given = 1;
+        }
         else if (strcmp(a, "--logits-out") == 0)
             o.logits_out = v;
         else if (strcmp(a, "--topk-out") == 0)
@@ -128,6 +137,8 @@ int vt_cmd_capture(int argc, char **argv)
         } else
             return bad("option", a, "one of the options in 'vt-capture --help'");
     }
+    if (shape_given && !o.score_prefix_of)
+        return bad("--score-shape", vt_score_shape_name(o.score_shape), "only with --score-prefix-of");
     if (timestamp) {
         /* SOURCE_DATE_EPOCH pins the time, as for reproducible builds. */
         const char *sde = getenv("SOURCE_DATE_EPOCH");
