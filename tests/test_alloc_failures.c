@@ -390,6 +390,7 @@ static int op_capture(void *ctx)
     o.model_manifest = fx.manifest;
     o.max_tokens = 2;
     o.top_k = 3;
+    o.repetitions = 2; /* a later repeat is compared with what repeat 0 kept */
     o.settings.n_threads = 1;
     o.settings.n_ctx = 8;
     vt_error err;

@@ -1284,6 +1284,8 @@ Test(prompts, bad_lines_are_refused_with_file_line_and_field)
                           "line 2: expected a JSON object {id, text} or {id, tokens}");
     expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\": \n", "line 2: column 7: expected a JSON object");
     expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":\"\xff\"}\n", "line 1: field text: expected a UTF-8 string");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":5}\n", "line 1: field text: expected a UTF-8 string");
+    expect_prompt_refused(&e, "{\"id\":\"a\",\"text\":null}\n", "line 1: field text: expected a UTF-8 string");
     expect_prompt_refused(&e, "\n  \n", "no prompts: expected one JSON object per line");
     teardown(&e);
 }
@@ -1403,6 +1405,18 @@ Test(schema, validator_checks_the_subset)
     cr_assert_eq(check_against(c, "{\"o\":{\"x\":1,\"z\":[true]}}", &err), VT_ECHECK);
     cr_assert_eq(check_against(c, "{\"o\":{\"x\":2,\"y\":[true]}}", &err), VT_ECHECK);
     cr_assert_eq(check_against(c, "{\"o\":{\"x\":1,\"y\":[false]}}", &err), VT_ECHECK);
+    /* A list of types: any one of them, and nothing else. */
+    const char *t = "{\"properties\":{\"t\":{\"type\":[\"string\",\"null\"]}}}";
+    cr_assert_eq(check_against(t, "{\"t\":\"x\"}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(t, "{\"t\":null}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(t, "{\"t\":1}", &err), VT_ECHECK);
+    cr_assert_str_eq(err.msg, "$.t: number: expected type [\"string\",\"null\"]");
+    /* JSON pointer escapes in $ref: ~1 is '/', ~0 is '~'. */
+    const char *e = "{\"properties\":{\"p\":{\"$ref\":\"#/$defs/a~1b\"},\"q\":{\"$ref\":\"#/$defs/c~0d\"}},"
+                    "\"$defs\":{\"a/b\":{\"type\":\"integer\"},\"c~d\":{\"type\":\"string\"}}}";
+    cr_assert_eq(check_against(e, "{\"p\":1,\"q\":\"s\"}", &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(check_against(e, "{\"p\":\"x\"}", &err), VT_ECHECK);
+    cr_assert_eq(check_against(e, "{\"q\":1}", &err), VT_ECHECK);
 }
 
 Test(schema, a_changed_capture_fails_its_schema)
