@@ -474,13 +474,18 @@ out:
     return doc;
 }
 
+void vt_json_fault_error(const vt_json_fault *f, const char *what, vt_error *err)
+{
+    vt_error_set(err, VT_EINPUT, "%s: offset %zu: %s%s%sexpected %s", what ? what : "JSON", f->offset,
+                 f->field[0] ? "field " : "", f->field, f->field[0] ? ": " : "", f->expected);
+}
+
 cJSON *vt_json_parse(const char *text, size_t len, const char *what, vt_error *err)
 {
     vt_json_fault f;
     cJSON *doc = vt_json_parse_fault(text, len, &f);
     if (!doc)
-        vt_error_set(err, VT_EINPUT, "%s: offset %zu: %s%s%sexpected %s", what ? what : "JSON", f.offset,
-                     f.field[0] ? "field " : "", f.field, f.field[0] ? ": " : "", f.expected);
+        vt_json_fault_error(&f, what, err);
     return doc;
 }
 

@@ -66,6 +66,8 @@ typedef struct vt_json_fault {
  *     "WHAT: offset N: expected E"  or  "WHAT: offset N: field F: expected E"
  * (what: the file name, or any label; NULL gives "JSON"). */
 struct cJSON *vt_json_parse(const char *text, size_t len, const char *what, vt_error *err);
+/* That line for a fault of vt_json_parse_fault. */
+void vt_json_fault_error(const vt_json_fault *f, const char *what, vt_error *err);
 
 /* The same check, for callers that place the fault themselves (a JSON Lines
  * reader gives line and column). NULL with *fault filled; on success

@@ -62,10 +62,13 @@ static const char *entry_name(struct archive_entry *e)
 }
 
 /* Appends the current member's data to *keep (when keep != NULL and the
- * body is at most KEEP_MAX_BYTES) while hashing it. Returns ARCHIVE_OK, or
- * the libarchive status of a failed read. */
-static int hash_member(struct archive *a, vt_prov_digest *d, vt_sbuf *keep, int *stream_err)
+ * body is at most KEEP_MAX_BYTES; a larger one is not kept: keep->oom) while
+ * hashing it. Returns ARCHIVE_OK, or the libarchive status of a failed read.
+ * *no_memory: keeping it ran out of memory, which must fail the
+ * verification, never change what it finds. */
+static int hash_member(struct archive *a, vt_prov_digest *d, vt_sbuf *keep, int *stream_err, int *no_memory)
 {
+    *no_memory = 0;
     vt_prov_stream s;
     *stream_err = vt_prov_stream_init(&s, d);
     if (*stream_err)
@@ -87,10 +90,12 @@ static int hash_member(struct archive *a, vt_prov_digest *d, vt_sbuf *keep, int 
             break;
         }
         if (keep && !keep->oom) {
-            if (keep->n + size <= KEEP_MAX_BYTES)
+            if (keep->n + size <= KEEP_MAX_BYTES) {
                 vt_sbuf_add(keep, buf, size);
-            else
+                *no_memory = keep->oom;
+            } else {
                 keep->oom = 1; /* too large to keep: compared by hash only */
+            }
         }
     }
     if (r == ARCHIVE_OK && !*stream_err)
@@ -400,8 +405,13 @@ static int read_members(const char *path, const char *distinfo, rec_entry *rec, 
         d.md[0] = ri >= 0 && rec[ri].hash_state == HASH_OK ? rec[ri].md : EVP_sha256();
         int keep = starts_with(name, scripts_prefix) || strcmp(name, entry_points) == 0;
         vt_sbuf body = { 0 };
-        int serr = 0;
-        r = hash_member(a, &d, keep ? &body : NULL, &serr);
+        int serr = 0, nomem = 0;
+        r = hash_member(a, &d, keep ? &body : NULL, &serr, &nomem);
+        if (nomem) {
+            free(body.p);
+            rc = vt_error_set(err, VT_EINPUT, "%s: %s: out of memory", path, name);
+            break;
+        }
         if (r < ARCHIVE_WARN || serr) {
             free(body.p);
             vt_lines_addf(problems, "%s: member unreadable: %s", name,
@@ -1312,8 +1322,14 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
             if (strcmp(mn, "package/package.json") == 0 && archive_entry_filetype(ent) == AE_IFREG) {
                 vt_sbuf b = { 0 };
                 vt_prov_digest d = { .md = { EVP_sha256() }, .n_md = 1 };
-                int serr = 0;
-                if (hash_member(a, &d, &b, &serr) == ARCHIVE_OK && !serr && !b.oom) {
+                int serr = 0, nomem = 0;
+                int hr = hash_member(a, &d, &b, &serr, &nomem);
+                if (nomem) {
+                    free(b.p);
+                    rc = vt_error_set(err, VT_EINPUT, "%s: package/package.json: out of memory", tarball_path);
+                    continue;
+                }
+                if (hr == ARCHIVE_OK && !serr && !b.oom) {
                     free(pj);
                     pj_len = b.n;
                     pj = vt_sbuf_take(&b);
@@ -1334,8 +1350,8 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
             int readable = 0;
             if (archive_entry_filetype(ent) == AE_IFREG) {
                 vt_prov_digest d = { .md = { EVP_sha256() }, .n_md = 1 };
-                int serr = 0;
-                int ar = hash_member(a, &d, NULL, &serr);
+                int serr = 0, nomem = 0;
+                int ar = hash_member(a, &d, NULL, &serr, &nomem);
                 if (ar == ARCHIVE_FATAL) {
                     rc = vt_error_set(err, VT_EINPUT, "%s: expected a readable gzip tarball: %s", tarball_path,
                                       archive_error_string(a) ? archive_error_string(a) : "fatal error");
@@ -1370,9 +1386,14 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
         vt_sbuf_printf(&where, "%s: package/package.json", tarball_path);
         vt_error perr;
         vt_error_clear(&perr);
-        cJSON *pjj = pj ? vt_json_parse(pj, pj_len, where.p ? where.p : "package/package.json", &perr) : NULL;
+        vt_json_fault pf;
+        cJSON *pjj = pj ? vt_json_parse_fault(pj, pj_len, &pf) : NULL;
+        if (pj && !pjj)
+            vt_json_fault_error(&pf, where.p ? where.p : "package/package.json", &perr);
         free(where.p);
-        if (!pj)
+        if (pj && !pjj && (pf.kind == VT_JSON_NOMEM || where.oom)) /* an error, not a finding */
+            rc = vt_error_set(err, VT_EINPUT, "%s: package/package.json: out of memory", tarball_path);
+        else if (!pj)
             vt_lines_addf(&problems, "%s: no package/package.json member", tarball_path);
         else if (!pjj)
             vt_lines_addf(&problems, "%s", perr.msg);

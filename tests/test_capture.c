@@ -1290,6 +1290,46 @@ Test(prompts, bad_lines_are_refused_with_file_line_and_field)
     teardown(&e);
 }
 
+/* Text is tokenized with the vocabulary's own special tokens: a vocabulary
+ * that asks for BOS (tokenizer.ggml.add_bos_token) gets it first. */
+Test(prompts, text_gets_the_bos_its_vocabulary_asks_for)
+{
+    env e;
+    setup(&e);
+    char bos_model[300];
+    snprintf(bos_model, sizeof bos_model, "%s/bos.gguf", e.dir);
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gguf *g = vt_gguf_open(e.model, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    vt_gguf_writer *w = vt_gguf_writer_from(g, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1), VT_OK);
+    cr_assert_eq(vt_gguf_writer_write_file(w, bos_model, &err), VT_OK, "%s", err.msg);
+    vt_gguf_writer_free(w);
+    vt_gguf_free(g);
+    const char *models[2] = { e.model, bos_model };
+    cJSON *doc[2];
+    for (int k = 0; k < 2; k++) {
+        char out[300];
+        snprintf(out, sizeof out, "%s/c%d.json", e.dir, k);
+        cr_assert_eq(sh(&e, "'%s' capture --runner engine --model '%s' --prompts '%s' --max-tokens 1 --threads 1 "
+                            "--top-k 0 --no-timestamp --out '%s'", VT_BIN, models[k], e.prompts, out), 0, "%s",
+                     e.cmd_err);
+        doc[k] = load_json(out);
+    }
+    const cJSON *plain = get(cJSON_GetArrayItem(get(doc[0], "prompts"), 0), "tokens");
+    const cJSON *with = get(cJSON_GetArrayItem(get(doc[1], "prompts"), 0), "tokens");
+    cr_assert_eq(cJSON_GetArraySize(with), cJSON_GetArraySize(plain) + 1);
+    cr_assert_eq(cJSON_GetArrayItem(with, 0)->valuedouble, 1277, "BOS first"); /* tokenizer.ggml.bos_token_id */
+    cr_assert_neq(cJSON_GetArrayItem(plain, 0)->valuedouble, 1277);
+    for (int i = 0; i < cJSON_GetArraySize(plain); i++)
+        cr_assert_eq(cJSON_GetArrayItem(with, i + 1)->valuedouble, cJSON_GetArrayItem(plain, i)->valuedouble);
+    cJSON_Delete(doc[0]);
+    cJSON_Delete(doc[1]);
+    teardown(&e);
+}
+
 /* ------------------------------------------------------- canonical JSON */
 
 static void expect_canonical(const char *in, const char *out)
