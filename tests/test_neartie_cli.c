@@ -1521,6 +1521,51 @@ ParameterizedTest(int *k, strict, each_rule_refuses_its_defect_and_passes_withou
     teardown(&e);
 }
 
+/* Rule positions names a prompt with no position, but not one whose run
+ * failed (rule runs says that), whichever run it was, the first included. */
+static void empty_prompt_1(cJSON *d)
+{
+    for (cJSON *r = at(d, "runs")->child; r; r = r->next)
+        if (get(r, "prompt")->valuedouble == 1) {
+            cJSON_ReplaceItemInObjectCaseSensitive(r, "tokens", cJSON_CreateArray());
+            cJSON_ReplaceItemInObjectCaseSensitive(r, "topk", cJSON_CreateArray());
+        }
+}
+static void fail_first_run(cJSON *d) { fail_run(d, 0, 0, 0, "out of memory"); }
+
+Test(strict, positions_names_an_empty_prompt_not_a_failed_run)
+{
+    void (*change[3])(cJSON *) = { empty_prompt_1, fail_first_run, s_run_error };
+    for (int k = 0; k < 3; k++) {
+        env e;
+        setup(&e);
+        docs d;
+        docs_make(&d, 125.0);
+        change[k](d.L);
+        docs_write(&e, &d, NULL);
+        vt_reasons r = { 0 };
+        strict_reasons(e.L, &r);
+        int positions = 0, runs = 0;
+        for (int i = 0; i < r.n; i++) {
+            positions += strcmp(r.v[i].rule, "positions") == 0;
+            runs += strcmp(r.v[i].rule, "runs") == 0;
+        }
+        if (k == 0) {
+            cr_assert_eq(positions, 1, "%d reasons, the first: %s", r.n, r.n ? r.v[0].text : "");
+            cr_assert_eq(runs, 0);
+            int named = 0;
+            for (int i = 0; i < r.n; i++)
+                named |= strstr(r.v[i].text, "runs (prompt 1 'p01'): 0 positions") != NULL;
+            cr_assert(named);
+        } else {
+            cr_assert_eq(runs, 1, "case %d: %d reasons", k, r.n);
+            cr_assert_eq(positions, 0, "case %d: a failed run is not also a prompt without positions", k);
+        }
+        vt_reasons_free(&r);
+        teardown(&e);
+    }
+}
+
 Test(strict, every_rule_has_its_case)
 {
     for (int i = 0; i < vt_strict_n_rules; i++) {
