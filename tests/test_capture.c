@@ -22,6 +22,7 @@
 #include "capture/capture.h"
 #include "capture/json_schema.h"
 #include "capture/logits_file.h"
+#include "capture/strict.h"
 #include "capture/topk_file.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
@@ -412,6 +413,18 @@ Test(strict, the_launcher_manifest_has_a_schema)
     }
     spit(e.launcher, "{\"launcher\":\"ci\",\"host\":\"runner-7\",\"command\":\"make demo\"}");
     cr_assert_eq(capture_strict(&e, "engine", e.out, NULL), 0, "%s", e.cmd_err);
+    /* The check itself, as the strict rule applies it to a document's
+     * launcher.manifest (which the tool above refuses before): not an object. */
+    char why[400];
+    cJSON *not_object[3] = { cJSON_CreateArray(), cJSON_CreateString("ci"), cJSON_CreateNull() };
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(vt_launcher_manifest_check(not_object[i], why, sizeof why), 0);
+        cr_assert(strstr(why, "launcher.manifest: not an object: expected the launcher manifest's fields"), "%s", why);
+        cJSON_Delete(not_object[i]);
+    }
+    cJSON *ok = cJSON_Parse("{\"launcher\":\"ci\",\"host\":\"h\",\"command\":[\"make\",\"demo\"]}");
+    cr_assert_eq(vt_launcher_manifest_check(ok, why, sizeof why), 1);
+    cJSON_Delete(ok);
     teardown(&e);
 }
 
