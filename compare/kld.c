@@ -70,6 +70,96 @@ static int next_frame(vt_logits_reader *r, const char *path, int32_t p, int32_t 
     return VT_OK;
 }
 
+void vt_kld_acc_init(vt_kld_acc *a, int32_t nv)
+{
+    memset(a, 0, sizeof *a);
+    a->nv = nv;
+    a->m.kld_max_prompt = a->m.kld_max_position = -1;
+}
+
+int vt_kld_acc_add(vt_kld_acc *a, const float *xl, const float *xo, int32_t token, int32_t prompt, int32_t position)
+{
+    const int32_t nv = a->nv;
+    if (!a->lpl && (!(a->lpl = malloc((size_t)nv * sizeof *a->lpl)) || !(a->lpo = malloc((size_t)nv * sizeof *a->lpo))))
+        return -1;
+    if (a->n == a->cap) {
+        int64_t cap = a->cap ? 2 * a->cap : 4096;
+        double *kl = realloc(a->kl, (size_t)cap * sizeof *kl);
+        if (!kl)
+            return -1;
+        a->kl = kl;
+        a->cap = cap;
+    }
+    double *lpl = a->lpl, *lpo = a->lpo;
+    vt_nt_metrics *m = &a->m;
+    vt_log_softmax(xl, nv, lpl);
+    vt_log_softmax(xo, nv, lpo);
+    double d = 0, dlogit = 0, dlogprob = 0;
+    for (int32_t v = 0; v < nv; v++) {
+        d += exp(lpo[v]) * (lpo[v] - lpl[v]);
+        double x = fabs((double)xl[v] - (double)xo[v]), y = fabs(lpl[v] - lpo[v]);
+        dlogit = x > dlogit ? x : dlogit;
+        dlogprob = y > dlogprob ? y : dlogprob;
+    }
+    if (a->n == 0 || d > m->kld_max) {
+        m->kld_max = d;
+        m->kld_max_prompt = prompt;
+        m->kld_max_position = position;
+    }
+    a->kl[a->n++] = d;
+    a->sum += d;
+    a->sum2 += d * d;
+    m->same_top += vt_argmax(xl, nv) == vt_argmax(xo, nv);
+    m->max_abs_dlogit = dlogit > m->max_abs_dlogit ? dlogit : m->max_abs_dlogit;
+    m->max_abs_dlogprob = dlogprob > m->max_abs_dlogprob ? dlogprob : m->max_abs_dlogprob;
+    double dp = exp(lpl[token]) - exp(lpo[token]);
+    a->sum_dp2 += dp * dp;
+    m->max_abs_dp = fabs(dp) > m->max_abs_dp ? fabs(dp) : m->max_abs_dp;
+    a->nll_l += -lpl[token];
+    a->nll_l2 += lpl[token] * lpl[token];
+    a->nll_o += -lpo[token];
+    a->nll_o2 += lpo[token] * lpo[token];
+    return 0;
+}
+
+/* The mean of n values from their sum and sum of squares, and its standard error. */
+static void mean_unc(double sum, double sum2, int64_t n, double *mean, double *unc)
+{
+    *mean = sum / (double)n;
+    double var = sum2 / (double)n - *mean * *mean;
+    *unc = n > 1 && var > 0 ? sqrt(var / (double)(n - 1)) : 0;
+}
+
+void vt_kld_acc_finish(vt_kld_acc *a)
+{
+    vt_nt_metrics *m = &a->m;
+    const int64_t k = a->n;
+    m->positions = k;
+    if (k > 0) {
+        m->available = 1;
+        double *kl = a->kl;
+        qsort(kl, (size_t)k, sizeof *kl, cmp_double);
+        mean_unc(a->sum, a->sum2, k, &m->kld_mean, &m->kld_mean_unc);
+        m->kld_median = k % 2 ? kl[k / 2] : 0.5 * (kl[k / 2 - 1] + kl[k / 2]);
+        m->kld_p90 = percentile(kl, k, 0.90);
+        m->kld_p99 = percentile(kl, k, 0.99);
+        m->kld_p999 = percentile(kl, k, 0.999);
+        m->kld_min = kl[0];
+        m->top1_agreement = (double)m->same_top / (double)k;
+        m->rms_dp = sqrt(a->sum_dp2 / (double)k);
+        mean_unc(a->nll_l, a->nll_l2, k, &a->nll_local, &a->nll_local_unc);
+        mean_unc(a->nll_o, a->nll_o2, k, &a->nll_oracle, &a->nll_oracle_unc);
+    }
+}
+
+void vt_kld_acc_free(vt_kld_acc *a)
+{
+    free(a->lpl);
+    free(a->lpo);
+    free(a->kl);
+    a->lpl = a->lpo = a->kl = NULL;
+}
+
 int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32_t *comparable, vt_nt_metrics *m,
                           vt_error *err)
 {
@@ -78,32 +168,26 @@ int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32
     char lpath[4096], opath[4096];
     if (!side_path(local, lpath, sizeof lpath, m) || !side_path(oracle, opath, sizeof opath, m))
         return VT_OK;
-    snprintf(m->local_file, sizeof m->local_file, "%s", lpath);
-    snprintf(m->oracle_file, sizeof m->oracle_file, "%s", opath);
     const cJSON *nvj = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(local->meta, "model"), "gguf"), "n_vocab");
     int32_t nv = (int32_t)nvj->valuedouble;
     int32_t P = local->n_prompts, max_n = 1;
-    int64_t total = 0;
     for (int32_t p = 0; p < P; p++) {
         max_n = local->n[p] > max_n ? local->n[p] : max_n;
         max_n = oracle->n[p] > max_n ? oracle->n[p] : max_n;
-        total += comparable[p];
     }
-    /* Buffers for one prompt of each side and one row's log-probs: sized
-     * once, reused for every prompt. */
+    /* Buffers for one prompt of each side: sized once, reused. */
     size_t frame = (size_t)max_n * (size_t)nv;
     float *fl = malloc(frame * sizeof *fl), *fo = malloc(frame * sizeof *fo);
-    double *lpl = malloc((size_t)nv * sizeof *lpl), *lpo = malloc((size_t)nv * sizeof *lpo);
-    double *kl = malloc((size_t)(total ? total : 1) * sizeof *kl);
+    vt_kld_acc acc;
+    vt_kld_acc_init(&acc, nv);
     vt_logits_reader *rl = vt_logits_reader_open(lpath, err), *ro = rl ? vt_logits_reader_open(opath, err) : NULL;
     int rc = VT_OK;
     if (!rl || !ro)
         rc = VT_EINPUT;
-    else if (!fl || !fo || !lpl || !lpo || !kl)
+    else if (!fl || !fo)
         rc = vt_error_set(err, VT_EINPUT, "metrics: out of memory for %d positions x %d logits", max_n, nv);
-    double sum = 0, sum2 = 0, sum_dp2 = 0;
-    int64_t k = 0;
+    int32_t prompts = 0;
     for (int32_t p = 0; rc == VT_OK && p < P; p++) {
         vt_logits_frame hl, ho;
         rc = next_frame(rl, lpath, p, local->n[p], nv, &hl, err);
@@ -116,62 +200,29 @@ int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32
         }
         if (rc != VT_OK || comparable[p] == 0)
             continue;
-        m->prompts++;
+        prompts++;
         const int32_t *tok_o = oracle->tokens + oracle->off[p];
-        for (int32_t i = 0; i < comparable[p]; i++, k++) {
-            const float *xl = fl + (size_t)i * nv, *xo = fo + (size_t)i * nv;
-            vt_log_softmax(xl, nv, lpl);
-            vt_log_softmax(xo, nv, lpo);
-            double d = 0, dlogit = 0, dlogprob = 0;
-            for (int32_t v = 0; v < nv; v++) {
-                d += exp(lpo[v]) * (lpo[v] - lpl[v]);
-                double a = fabs((double)xl[v] - (double)xo[v]), b = fabs(lpl[v] - lpo[v]);
-                dlogit = a > dlogit ? a : dlogit;
-                dlogprob = b > dlogprob ? b : dlogprob;
-            }
-            kl[k] = d;
-            sum += d;
-            sum2 += d * d;
-            if (k == 0 || d > m->kld_max) {
-                m->kld_max = d;
-                m->kld_max_prompt = p;
-                m->kld_max_position = i;
-            }
-            m->same_top += vt_argmax(xl, nv) == vt_argmax(xo, nv);
-            m->max_abs_dlogit = dlogit > m->max_abs_dlogit ? dlogit : m->max_abs_dlogit;
-            m->max_abs_dlogprob = dlogprob > m->max_abs_dlogprob ? dlogprob : m->max_abs_dlogprob;
-            double dp = exp(lpl[tok_o[i]]) - exp(lpo[tok_o[i]]);
-            sum_dp2 += dp * dp;
-            m->max_abs_dp = fabs(dp) > m->max_abs_dp ? fabs(dp) : m->max_abs_dp;
-        }
+        for (int32_t i = 0; rc == VT_OK && i < comparable[p]; i++)
+            if (vt_kld_acc_add(&acc, fl + (size_t)i * nv, fo + (size_t)i * nv, tok_o[i], p, i) != 0)
+                rc = vt_error_set(err, VT_EINPUT, "metrics: out of memory");
     }
     if (rc == VT_OK)
         rc = check_side(local, lpath, rl, err);
     if (rc == VT_OK)
         rc = check_side(oracle, opath, ro, err);
-    if (rc == VT_OK && k > 0) {
-        m->available = 1;
-        m->positions = k;
-        qsort(kl, (size_t)k, sizeof *kl, cmp_double);
-        m->kld_mean = sum / (double)k;
-        double var = sum2 / (double)k - m->kld_mean * m->kld_mean;
-        m->kld_mean_unc = k > 1 && var > 0 ? sqrt(var / (double)(k - 1)) : 0;
-        m->kld_median = k % 2 ? kl[k / 2] : 0.5 * (kl[k / 2 - 1] + kl[k / 2]);
-        m->kld_p90 = percentile(kl, k, 0.90);
-        m->kld_p99 = percentile(kl, k, 0.99);
-        m->kld_p999 = percentile(kl, k, 0.999);
-        m->kld_min = kl[0];
-        m->top1_agreement = (double)m->same_top / (double)k;
-        m->rms_dp = sqrt(sum_dp2 / (double)k);
-    } else if (rc == VT_OK) {
-        snprintf(m->reason, sizeof m->reason, "no position to compare");
+    if (rc == VT_OK) {
+        vt_kld_acc_finish(&acc);
+        *m = acc.m;
+        m->prompts = prompts;
+        if (!m->available)
+            snprintf(m->reason, sizeof m->reason, "no position to compare");
     }
+    snprintf(m->local_file, sizeof m->local_file, "%s", lpath);
+    snprintf(m->oracle_file, sizeof m->oracle_file, "%s", opath);
+    vt_kld_acc_free(&acc);
     vt_logits_reader_close(rl);
     vt_logits_reader_close(ro);
     free(fl);
     free(fo);
-    free(lpl);
-    free(lpo);
-    free(kl);
     return rc;
 }

@@ -43,4 +43,26 @@ typedef struct vt_nt_metrics {
 int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32_t *comparable, vt_nt_metrics *m,
                           vt_error *err);
 
+/* The same metrics accumulated row by row (vt_nt_metrics_compute and vt
+ * kld use it): add each position's local and oracle logits and the token
+ * whose probability dp and the negative log-likelihoods are of; finish
+ * fills m (available if any row was added) and the mean NLL of each side
+ * with its standard error (perplexity = exp(mean NLL)). Rows' log-probs
+ * use buffers allocated on the first add, reused. */
+typedef struct vt_kld_acc {
+    int32_t nv;
+    double *lpl, *lpo, *kl;
+    int64_t n, cap;
+    double sum, sum2, sum_dp2, nll_l, nll_l2, nll_o, nll_o2;
+    vt_nt_metrics m;
+    double nll_local, nll_local_unc, nll_oracle, nll_oracle_unc; /* after finish */
+} vt_kld_acc;
+
+void vt_kld_acc_init(vt_kld_acc *a, int32_t nv);
+/* 0, or -1 out of memory. */
+int vt_kld_acc_add(vt_kld_acc *a, const float *local_logits, const float *oracle_logits, int32_t token,
+                   int32_t prompt, int32_t position);
+void vt_kld_acc_finish(vt_kld_acc *a);
+void vt_kld_acc_free(vt_kld_acc *a);
+
 #endif

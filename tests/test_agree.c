@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -296,6 +297,56 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
         char want[600];
         snprintf(want, sizeof want, "%s\n", cases[i].line);
         cr_assert_str_eq(err, want, "vt run %s", args);
+    }
+    remove_dir();
+}
+
+/* vt kld on the tiny F32 fixture: the engine and llama.cpp compute the same
+ * forward pass, so their corpus distributions agree to float rounding; what
+ * it refuses, it refuses in one line with exit 2. */
+Test(kld_cli, f32_agrees_and_bad_input_is_refused)
+{
+    make_dir();
+    char model[256], corpus[300], bad[300], out[8192], err[2048];
+    make_fixture("F32", 1, model, sizeof model);
+    snprintf(corpus, sizeof corpus, "%s", VT_SOURCE_DIR "/README.md");
+    int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                        "'%s' kld --model '%s' --corpus '%s' --ctx 64 --chunks 4 --threads 1", VT_BIN, model, corpus);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "4 chunks of 64 (32 scored in each): 128 positions"), "%s", out);
+    cr_assert(strstr(out, "top-1 agreement 1.000000 (128 of 128)"), "%s", out);
+    const char *kl = strstr(out, "KL(oracle||local): mean ");
+    cr_assert_not_null(kl, "%s", out);
+    double mean = atof(kl + strlen("KL(oracle||local): mean "));
+    cr_assert(mean >= 0 && mean < 1e-9, "KL mean %g: %s", mean, out);
+    const char *lr = strstr(out, "ln(PPL(local)/PPL(oracle)) ");
+    cr_assert_not_null(lr, "%s", out);
+    cr_assert(fabs(atof(lr + strlen("ln(PPL(local)/PPL(oracle)) "))) < 1e-5, "%s", out);
+    snprintf(bad, sizeof bad, "%s/bad.txt", tmpdir);
+    FILE *f = fopen(bad, "wb");
+    cr_assert_not_null(f);
+    fputs("caf\xe9\n", f);
+    fclose(f);
+    static const struct { const char *args, *line; } cases[] = {
+        { "--model M --corpus B", "expected UTF-8 text" },
+        { "--model M --corpus C --ctx 100000", "vt kld: --ctx '100000': expected an integer in 4..65536" },
+        { "--model M --corpus C --local engine --oracle engine", "refused by rule distinct" },
+        { "--corpus C", "vt kld: --model '': expected a GGUF file" },
+        { "--model M", "vt kld: --corpus '': expected a UTF-8 text file" },
+        { "--model M --corpus /nonexistent/c.txt", "/nonexistent/c.txt" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[1024] = "";
+        for (const char *a = cases[i].args; *a; a++) {
+            size_t k = strlen(args);
+            if ((*a == 'M' || *a == 'B' || *a == 'C') && a[-1] == ' ' && (a[1] == ' ' || !a[1]))
+                snprintf(args + k, sizeof args - k, "'%s'", *a == 'M' ? model : *a == 'B' ? bad : corpus);
+            else
+                snprintf(args + k, sizeof args - k, "%c", *a);
+        }
+        rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err, "'%s' kld %s", VT_BIN, args);
+        cr_assert_eq(rc, 2, "vt kld %s: exit %d: %s", args, rc, err);
+        cr_assert(strstr(err, cases[i].line) && !strchr(err, '\n')[1], "vt kld %s: %s", args, err);
     }
     remove_dir();
 }

@@ -204,6 +204,36 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
 
 /* ---------------------------------------------------------------- metrics */
 
+/* The row accumulator (kld.h) on two rows worked out by hand. Row 0: local
+ * (0.5, 0.5), oracle (0.75, 0.25), token 0: KL = 0.75 ln 1.5 + 0.25 ln 0.5,
+ * dp = -0.25, NLL ln 2 and -ln 0.75; row 1: both (0.5, 0.5), token 1. */
+#include "compare/kld.h"
+Test(metrics, the_row_accumulator_by_hand)
+{
+    float l0[2] = { 0, 0 }, o0[2] = { (float)log(3.0), 0 }, l1[2] = { 0, 0 };
+    vt_kld_acc a;
+    vt_kld_acc_init(&a, 2);
+    cr_assert_eq(vt_kld_acc_add(&a, l0, o0, 0, 0, 0), 0);
+    cr_assert_eq(vt_kld_acc_add(&a, l1, l1, 1, 0, 1), 0);
+    vt_kld_acc_finish(&a);
+    const double kl0 = 0.75 * log(1.5) + 0.25 * log(0.5), tol = 1e-7;
+    cr_assert(a.m.available);
+    cr_assert_eq(a.m.positions, 2);
+    cr_assert(fabs(a.m.kld_mean - kl0 / 2) < tol, "%.9g", a.m.kld_mean);
+    cr_assert(fabs(a.m.kld_median - kl0 / 2) < tol, "%.9g", a.m.kld_median);
+    cr_assert(fabs(a.m.kld_max - kl0) < tol && a.m.kld_max_position == 0);
+    cr_assert(fabs(a.m.kld_min) < tol);
+    cr_assert_eq(a.m.top1_agreement, 1.0, "both argmax 0 in row 0 (the lower id of a tie), tied in row 1");
+    cr_assert(fabs(a.m.rms_dp - sqrt(0.0625 / 2)) < tol, "%.9g", a.m.rms_dp);
+    cr_assert(fabs(a.m.max_abs_dp - 0.25) < tol);
+    cr_assert(fabs(a.nll_local - log(2.0)) < tol, "%.9g", a.nll_local);
+    cr_assert(fabs(a.nll_oracle - (-log(0.75) + log(2.0)) / 2) < tol, "%.9g", a.nll_oracle);
+    /* The largest |dlogprob| over the vocabulary: token 1 of row 0, ln 0.5 - ln 0.25. */
+    cr_assert(fabs(a.m.max_abs_dlogprob - log(2.0)) < tol, "%.9g", a.m.max_abs_dlogprob);
+    cr_assert(fabs(a.m.max_abs_dlogit - log(3.0)) < tol, "%.9g", a.m.max_abs_dlogit);
+    vt_kld_acc_free(&a);
+}
+
 #include "capture/logits_file.h"
 #include "compare/kld.h"
 

@@ -1,0 +1,144 @@
+/* vt kld: corpus metrics of the engine against llama.cpp on one model,
+ * as llama-perplexity --kl-divergence reports them, but exact
+ * (compare/kld_corpus.h). */
+#include "cmds.h"
+
+#include "../capture/prompts.h"
+#include "../common/vt_parse.h"
+#include "../common/vt_utf8.h"
+#include "../compare/kld_corpus.h"
+#include "../engine/runner.h"
+#include "../engine/tokenizer.h"
+#include "runner_opts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: vt kld --model X.gguf --corpus TEXT [--local engine] [--oracle llamacpp]\n"
+    "              [--ctx 512] [--chunks N] [runner options]\n"
+    "\n"
+    "Both runners teacher-forced on the corpus (a UTF-8 text file, tokenized by the model's\n"
+    "vocabulary, special tokens not parsed) in chunks of --ctx tokens (default 512; at most\n"
+    "--chunks N of them, default all whole chunks): the first half of each chunk is context,\n"
+    "the second half is scored, batched, as llama-perplexity does. Prints each runner's\n"
+    "perplexity (with the error of its mean log-likelihood), KL(oracle || local) mean with its\n"
+    "error, median, p90, p99, p99.9 and max, top-1 agreement, dp of the text's token (RMS and\n"
+    "max) and the largest |dlogit| and |dlogprob|, all in double precision. A runner compared\n"
+    "with itself is refused (exit 2).\n";
+
+static int bad(const char *opt, const char *val, const char *expected)
+{
+    fprintf(stderr, "vt kld: %s '%s': expected %s\n", opt, val ? val : "", expected);
+    return 2;
+}
+
+int vt_cmd_kld(int argc, char **argv)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    const char *local_name = "engine", *oracle_name = "llamacpp", *corpus = NULL;
+    int64_t ctx = 512, chunks = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            fputs(vt_runner_options_usage, stdout);
+            return 0;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return bad(a, "", "a value after the option");
+        if (strcmp(a, "--model") == 0)
+            s.model_path = v;
+        else if (strcmp(a, "--corpus") == 0)
+            corpus = v;
+        else if (strcmp(a, "--local") == 0)
+            local_name = v;
+        else if (strcmp(a, "--oracle") == 0)
+            oracle_name = v;
+        else if (strcmp(a, "--ctx") == 0) {
+            if (!vt_parse_i64(v, 4, 1 << 16, &ctx))
+                return bad(a, v, "an integer in 4..65536");
+        } else if (strcmp(a, "--chunks") == 0) {
+            if (!vt_parse_i64(v, 0, 1 << 20, &chunks))
+                return bad(a, v, "an integer in 0..1048576 (0: every whole chunk)");
+        } else {
+            int r = vt_runner_option("vt kld", a, v, &s);
+            if (r < 0)
+                return 2;
+            if (r == 0)
+                return bad("option", a, "one of the options in 'vt kld --help'");
+        }
+    }
+    if (!s.model_path)
+        return bad("--model", "", "a GGUF file");
+    if (!corpus)
+        return bad("--corpus", "", "a UTF-8 text file");
+    const vt_runner_ops *lo = vt_runner_find(local_name), *oo = vt_runner_find(oracle_name);
+    if (!lo)
+        return bad("--local", local_name, "engine or llamacpp");
+    if (!oo)
+        return bad("--oracle", oracle_name, "engine or llamacpp");
+    if (lo == oo) {
+        fprintf(stderr, "vt kld: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
+                "settings is one computation run twice: expected two different runners\n", local_name, oracle_name);
+        return 2;
+    }
+    vt_error err;
+    vt_error_clear(&err);
+    char *text = NULL;
+    size_t len = 0;
+    if (vt_read_file(corpus, &text, &len, &err) != VT_OK) {
+        fprintf(stderr, "vt kld: %s\n", err.msg);
+        return 2;
+    }
+    if (!vt_utf8_valid(text, len)) {
+        fprintf(stderr, "vt kld: %s: expected UTF-8 text\n", corpus);
+        free(text);
+        return 2;
+    }
+    vt_tokenizer *tok = vt_tokenizer_open_file(s.model_path, &err);
+    int32_t *ids = NULL;
+    size_t need = 0;
+    int rc = tok ? VT_OK : VT_EINPUT;
+    if (rc == VT_OK && !(ids = malloc((len + 8) * sizeof *ids)))
+        rc = vt_error_set(&err, VT_EINPUT, "vt kld: out of memory");
+    if (rc == VT_OK)
+        rc = vt_tokenize(tok, text, len, 1, 0, ids, len + 8, &need, &err);
+    s.n_ctx = (int32_t)ctx;
+    if (s.n_batch > s.n_ctx)
+        s.n_batch = s.n_ctx;
+    vt_runner *local = NULL, *oracle = NULL;
+    if (rc == VT_OK && !(local = vt_runner_open(lo, &s, &err)))
+        rc = err.code ? err.code : VT_EINPUT;
+    if (rc == VT_OK && !(oracle = vt_runner_open(oo, &s, &err)))
+        rc = err.code ? err.code : VT_EINPUT;
+    vt_kld_corpus_result r;
+    if (rc == VT_OK)
+        rc = vt_kld_corpus(local, oracle, ids, (int64_t)need, (int32_t)ctx, (int32_t)chunks, &r, &err);
+    if (rc) {
+        fprintf(stderr, "vt kld: %s\n", err.msg);
+    } else {
+        const vt_nt_metrics *m = &r.m;
+        printf("vt kld: %s, corpus %s: %lld tokens, %d chunks of %d (%d scored in each): %lld positions\n",
+               s.model_path, corpus, (long long)r.tokens, r.chunks, r.ctx, r.ctx - r.ctx / 2,
+               (long long)m->positions);
+        printf("perplexity: local (%s) %.6f (mean NLL %.8f +- %.2g), oracle (%s) %.6f (mean NLL %.8f +- %.2g); "
+               "ln(PPL(local)/PPL(oracle)) %.3g\n", local_name, r.ppl_local, r.nll_local, r.nll_local_unc,
+               oracle_name, r.ppl_oracle, r.nll_oracle, r.nll_oracle_unc, r.nll_local - r.nll_oracle);
+        printf("KL(oracle||local): mean %.6g +- %.2g, median %.6g, p90 %.6g, p99 %.6g, p99.9 %.6g, max %.6g "
+               "(chunk %d position %d)\n", m->kld_mean, m->kld_mean_unc, m->kld_median, m->kld_p90, m->kld_p99,
+               m->kld_p999, m->kld_max, m->kld_max_prompt, m->kld_max_position);
+        printf("top-1 agreement %.6f (%lld of %lld); dp of the text's token: RMS %.6g, max %.6g; max |dlogit| %.6g, "
+               "max |dlogprob| %.6g\n", m->top1_agreement, (long long)m->same_top, (long long)m->positions, m->rms_dp,
+               m->max_abs_dp, m->max_abs_dlogit, m->max_abs_dlogprob);
+    }
+    vt_runner_close(local);
+    vt_runner_close(oracle);
+    vt_tokenizer_free(tok);
+    free(ids);
+    free(text);
+    return rc ? 2 : 0;
+}
