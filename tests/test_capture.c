@@ -22,6 +22,7 @@
 #include "capture/capture.h"
 #include "capture/json_schema.h"
 #include "capture/logits_file.h"
+#include "capture/side_file.h"
 #include "capture/strict.h"
 #include "capture/topk_file.h"
 #include "provenance/provenance.h"
@@ -1341,6 +1342,26 @@ Test(prompts, text_gets_the_bos_its_vocabulary_asks_for)
     cJSON_Delete(doc[0]);
     cJSON_Delete(doc[1]);
     teardown(&e);
+}
+
+/* A side file's bytes and digest are what was emitted; nothing may be
+ * emitted or finished after it is finished (its digest is already given). */
+Test(publish, a_side_writer_is_finished_once)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_side_writer *w = vt_side_writer_new(NULL, "test side file", &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_assert_eq(vt_side_writer_emit(w, "abc", 3, &err), VT_OK, "%s", err.msg);
+    vt_sha256_hex sha;
+    uint64_t size = 0;
+    cr_assert_eq(vt_side_writer_finish(w, &sha, &size, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(size, 3);
+    cr_assert_str_eq(sha.hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); /* SHA-256("abc") */
+    vt_error_clear(&err);
+    cr_assert_eq(vt_side_writer_emit(w, "d", 1, &err), VT_EINPUT);
+    cr_assert_str_eq(err.msg, "test side file: data after finish");
+    vt_side_writer_free(w);
 }
 
 /* ------------------------------------------------------- canonical JSON */
