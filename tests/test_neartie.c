@@ -232,6 +232,17 @@ Test(metrics, the_row_accumulator_by_hand)
     cr_assert(fabs(a.m.max_abs_dlogprob - log(2.0)) < tol, "%.9g", a.m.max_abs_dlogprob);
     cr_assert(fabs(a.m.max_abs_dlogit - log(3.0)) < tol, "%.9g", a.m.max_abs_dlogit);
     vt_kld_acc_free(&a);
+    /* Identical rows: every KL 0, and the largest is the first row's (a
+     * position is always named when there is one). */
+    vt_kld_acc_init(&a, 2);
+    cr_assert_eq(vt_kld_acc_add(&a, l1, l1, 0, 3, 5), 0);
+    cr_assert_eq(vt_kld_acc_add(&a, l1, l1, 1, 3, 6), 0);
+    vt_kld_acc_finish(&a);
+    cr_assert_eq(a.m.kld_max, 0.0);
+    cr_assert_eq(a.m.kld_max_prompt, 3);
+    cr_assert_eq(a.m.kld_max_position, 5);
+    cr_assert_eq(a.m.rms_dp, 0.0);
+    vt_kld_acc_free(&a);
 }
 
 #include "capture/logits_file.h"
