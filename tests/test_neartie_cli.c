@@ -2025,6 +2025,18 @@ Test(input, version_1_captures_are_still_read)
     cJSON_Delete(r);
     cr_assert(strstr(e.cmd_out, "rule vocabulary: L.json: model.gguf.vocab_sha256: missing: the vocabulary compared by "
                                 "n_vocab and tokenizer_pre only"), "%s", e.cmd_out);
+    /* One computation twice is refused in /1 as in /2, whichever side is
+     * /1: a /1 runtime has no device, its backend stands for it. */
+    for (int k = 0; k < 3; k++) {
+        docs_make(&d, 125.0);
+        g_same_computation(&d);
+        if (k != 1)
+            to_v1(d.O);
+        if (k != 2)
+            to_v1(d.L);
+        docs_write(&e, &d, NULL);
+        expect_refused(&e, neartie(&e, "--allow-unverified"), "the oracle O.json has the same runtime in depth");
+    }
     teardown(&e);
 }
 
