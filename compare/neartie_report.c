@@ -494,8 +494,9 @@ static int build_report(vt_neartie *c, vt_error *err)
     if (c->have[SCORES_B]) {
         add_doc_ref(noise, "second_shape", &c->doc[SCORES_B],
                     c->file[SCORES_B] ? base_name(c->file[SCORES_B]) : NULL);
-        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(noise, "second_shape"), "shape",
-                                vt_score_shape_name(c->doc[SCORES_B].shape));
+        cJSON *ss = cJSON_GetObjectItemCaseSensitive(noise, "second_shape");
+        cJSON_AddStringToObject(ss, "scored_by", c->o.score_with ? by : "file"); /* a file's values are as honest as its maker */
+        cJSON_AddStringToObject(ss, "shape", vt_score_shape_name(c->doc[SCORES_B].shape));
     } else {
         cJSON_AddStringToObject(noise, "reason", "prefix scores in one shape only: every gap above the threshold "
                                                  "counts as beyond the oracle's noise");

@@ -22,7 +22,7 @@
  *      local{file,sha256,seal,workload_seal,runner},
  *      oracle{...}, prefix_scores{file,sha256,seal,workload_seal,runner,scored_by,shape},
  *      noise{rule, available, reason? (without a second shape),
- *        second_shape{file,sha256,seal,workload_seal,runner,shape}|null,
+ *        second_shape{file,sha256,seal,workload_seal,runner,scored_by,shape}|null,
  *        floor{shape,seal,definition}|null (measured only with score_with)},
  *      threshold_mnats, token_text{file,note},
  *      allowed_differences[{field,differs,differences[{field,left,right}]}],

@@ -724,6 +724,7 @@ Test(noise, a_second_shape_decides_a_gap_above_the_threshold)
         cr_assert_eq(get(p15, "max_gap_mnats")->valuedouble, 600, "the gaps shown are the replayed ones");
         cr_assert_str_eq(get(get(r, "prefix_scores"), "file")->valuestring, "S.json");
         cr_assert_str_eq(get(get(get(r, "noise"), "second_shape"), "file")->valuestring, "S2.json");
+        cr_assert_str_eq(get(get(get(r, "noise"), "second_shape"), "scored_by")->valuestring, "file");
         cr_assert_eq(get(get(r, "totals"), "within_noise")->valuedouble, 1);
         cr_assert_eq(get(get(r, "totals"), "failed")->valuedouble, 0);
         cr_assert_eq(get(get(r, "gate"), "within_noise")->valuedouble, 1);
@@ -2521,6 +2522,7 @@ Test(real, the_oracle_replaying_its_own_stream_has_no_gap, .timeout = 900)
     const cJSON *noise = get(r, "noise");
     cr_assert(cJSON_IsTrue(get(noise, "available")));
     cr_assert_str_eq(get(get(noise, "second_shape"), "shape")->valuestring, "batched");
+    cr_assert_str_eq(get(get(noise, "second_shape"), "scored_by")->valuestring, "vt-neartie --score-with llamacpp");
     cr_assert_str_eq(get(get(noise, "floor"), "shape")->valuestring, "batched");
     cr_assert_str_eq(get(get(r, "prefix_scores"), "shape")->valuestring, "replay");
     for (int p = 0; p < 3; p++) {
