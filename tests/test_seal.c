@@ -4,6 +4,7 @@
  * libarchive will not write them (a header whose size differs from the data). */
 #include <criterion/criterion.h>
 
+#include "evidence/seal.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
 
@@ -226,6 +227,28 @@ Test(seal, same_tree_same_bytes_whatever_times_owners_umask_threads)
     cr_assert(n == n4 && memcmp(x, y, n) == 0, "re-sealed extracted tree differs");
     free(x);
     free(y);
+}
+
+/* The options' ranges, at their ends: threads 0 (one per CPU) .. 256,
+ * gzip level 1..9. */
+Test(seal, option_ranges_at_their_ends)
+{
+    vt_seal *s = vt_seal_new();
+    cr_assert_not_null(s);
+    vt_error err;
+    static const int threads[][2] = { { -1, VT_EINPUT }, { 0, VT_OK }, { 256, VT_OK }, { 257, VT_EINPUT } };
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        vt_error_clear(&err);
+        cr_assert_eq(vt_seal_set_threads(s, threads[i][0], &err), threads[i][1], "threads %d", threads[i][0]);
+    }
+    cr_assert_str_eq(err.msg, "threads 257: expected 0 (one per CPU) .. 256");
+    static const int levels[][2] = { { 0, VT_EINPUT }, { 1, VT_OK }, { 9, VT_OK }, { 10, VT_EINPUT } };
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        vt_error_clear(&err);
+        cr_assert_eq(vt_seal_set_level(s, levels[i][0], &err), levels[i][1], "level %d", levels[i][0]);
+    }
+    cr_assert_str_eq(err.msg, "gzip level 10: expected 1..9");
+    vt_seal_free(s);
 }
 
 Test(seal, gnu_tar_lists_and_extracts)
