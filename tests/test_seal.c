@@ -4,6 +4,9 @@
  * libarchive will not write them (a header whose size differs from the data). */
 #include <criterion/criterion.h>
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
 #include "evidence/seal.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
@@ -249,6 +252,49 @@ Test(seal, option_ranges_at_their_ends)
     }
     cr_assert_str_eq(err.msg, "gzip level 10: expected 1..9");
     vt_seal_free(s);
+}
+
+/* A directory of the tree that cannot be opened fails the archive: never
+ * an archive that leaves it out. Root reads any directory while it holds
+ * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: this test's process gives them
+ * up, so that it means the same as root (CI) and as a user. */
+Test(seal, create_refuses_a_directory_it_cannot_open)
+{
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    cr_assert_eq(syscall(SYS_capget, &h, d), 0, "capget: %s", strerror(errno));
+    const uint32_t drop = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
+    d[0].effective &= ~drop;
+    d[0].permitted &= ~drop;
+    d[0].inheritable &= ~drop;
+    cr_assert_eq(syscall(SYS_capset, &h, d), 0, "capset: %s", strerror(errno));
+    char tmp[] = "/tmp/vt-seal-XXXXXX", dir[64], sub[80], file[80], out[80];
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(dir, sizeof dir, "%s/ev", tmp);
+    snprintf(sub, sizeof sub, "%s/locked", dir);
+    snprintf(file, sizeof file, "%s/a.txt", dir);
+    snprintf(out, sizeof out, "%s/ev.tar.gz", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fputs("a\n", f);
+    fclose(f);
+    cr_assert_eq(chmod(sub, 0), 0);
+    DIR *probe = opendir(sub);
+    cr_assert_null(probe, "the directory opens: the test would test nothing");
+    vt_seal *s = vt_seal_new();
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_seal_create(s, dir, out, &err);
+    vt_seal_free(s);
+    chmod(sub, 0755);
+    cr_assert_eq(rc, VT_EINPUT, "rc %d: %s", rc, err.msg);
+    cr_assert(strstr(err.msg, "/ev/locked/: cannot open: Permission denied"), "%s", err.msg);
+    cr_assert_neq(access(out, F_OK), 0, "an archive was written");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(seal, gnu_tar_lists_and_extracts)
