@@ -297,6 +297,36 @@ Test(seal, create_refuses_a_directory_it_cannot_open)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* More names than the name sets start with (1024 slots, grown past half
+ * full): 700 files seal, verify, and the archive lists them all. */
+Test(seal, many_members_grow_the_name_sets)
+{
+    char tmp[] = "/tmp/vt-seal-XXXXXX", dir[64], path[96], out[80];
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(dir, sizeof dir, "%s/ev", tmp);
+    snprintf(out, sizeof out, "%s/ev.tar.gz", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    for (int i = 0; i < 700; i++) {
+        snprintf(path, sizeof path, "%s/f%03d.txt", dir, i);
+        write_text(path, "x");
+    }
+    vt_seal *s = vt_seal_new();
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_seal_create(s, dir, out, &err);
+    vt_seal_free(s);
+    cr_assert_eq(rc, VT_OK, "%s", err.msg);
+    s = vt_seal_new();
+    rc = vt_seal_verify(s, out, &err);
+    vt_seal_free(s);
+    cr_assert_eq(rc, VT_OK, "verify: %s", err.msg);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "tar -tzf '%s' | grep -c '^f[0-9]*\\.txt$' | grep -qx 700", out);
+    cr_assert_eq(system(cmd), 0, "the archive does not list the 700 files");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(seal, gnu_tar_lists_and_extracts)
 {
     make_tree(P("t"), 0);
