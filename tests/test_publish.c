@@ -3,11 +3,9 @@
  * (the target is never partial), and sweeping a killed run's leftovers. */
 #include <criterion/criterion.h>
 
-#include <linux/capability.h>
-#include <sys/syscall.h>
-
 #include "common/vt_publish.h"
 #include "common/vt_rng.h"
+#include "tests/support/vt_test.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -198,24 +196,9 @@ Test(publish, missing_directory_refused)
     assert_listing("");
 }
 
-/* Root ignores directory permissions while it holds CAP_DAC_OVERRIDE (and
- * CAP_DAC_READ_SEARCH, CAP_FOWNER): this test's process gives them up, so
- * that the test runs, and means the same, as root (CI) and as a user. */
-static void give_up_dac_override(void)
-{
-    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct d[2];
-    cr_assert_eq(syscall(SYS_capget, &h, d), 0, "capget: %s", strerror(errno));
-    const uint32_t drop = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
-    d[0].effective &= ~drop;
-    d[0].permitted &= ~drop;
-    d[0].inheritable &= ~drop;
-    cr_assert_eq(syscall(SYS_capset, &h, d), 0, "capset: %s", strerror(errno));
-}
-
 Test(publish, unwritable_directory_leaves_nothing)
 {
-    give_up_dac_override();
+    vt_test_give_up_dac_override(); /* means the same as root */
     vt_error err;
     cr_assert_eq(mkdir(at("ro"), 0555), 0);
     cr_assert_neq(access(at("ro"), W_OK), 0, "the directory is writable: the test would test nothing");

@@ -4,9 +4,6 @@
  * libarchive will not write them (a header whose size differs from the data). */
 #include <criterion/criterion.h>
 
-#include <linux/capability.h>
-#include <sys/syscall.h>
-
 #include "evidence/seal.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
@@ -255,19 +252,10 @@ Test(seal, option_ranges_at_their_ends)
 }
 
 /* A directory of the tree that cannot be opened fails the archive: never
- * an archive that leaves it out. Root reads any directory while it holds
- * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: this test's process gives them
- * up, so that it means the same as root (CI) and as a user. */
+ * an archive that leaves it out (as root too: vt_test_give_up_dac_override). */
 Test(seal, create_refuses_a_directory_it_cannot_open)
 {
-    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct d[2];
-    cr_assert_eq(syscall(SYS_capget, &h, d), 0, "capget: %s", strerror(errno));
-    const uint32_t drop = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
-    d[0].effective &= ~drop;
-    d[0].permitted &= ~drop;
-    d[0].inheritable &= ~drop;
-    cr_assert_eq(syscall(SYS_capset, &h, d), 0, "capset: %s", strerror(errno));
+    vt_test_give_up_dac_override();
     char tmp[] = "/tmp/vt-seal-XXXXXX", dir[64], sub[80], file[80], out[80];
     cr_assert_not_null(mkdtemp(tmp));
     snprintf(dir, sizeof dir, "%s/ev", tmp);

@@ -74,18 +74,9 @@ int vt_cmd_agree(int argc, char **argv)
     }
     if (!s.model_path)
         return bad("--model", "", "a GGUF file");
-    const vt_runner_ops *lo = vt_runner_find(local_name), *oo = vt_runner_find(oracle_name);
-    if (!lo)
-        return bad("--local", local_name, "engine or llamacpp");
-    if (!oo)
-        return bad("--oracle", oracle_name, "engine or llamacpp");
-    /* Both runners get the same settings: one runner twice is one
-     * computation twice, which agrees with itself by construction. */
-    if (lo == oo) {
-        fprintf(stderr, "vt agree: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
-                "settings is one computation run twice: expected two different runners\n", local_name, oracle_name);
+    const vt_runner_ops *lo, *oo;
+    if (vt_runner_pair("vt agree", local_name, oracle_name, &lo, &oo))
         return 2;
-    }
 
     vt_error err;
     vt_error_clear(&err);

@@ -76,16 +76,9 @@ int vt_cmd_kld(int argc, char **argv)
         return bad("--model", "", "a GGUF file");
     if (!corpus)
         return bad("--corpus", "", "a UTF-8 text file");
-    const vt_runner_ops *lo = vt_runner_find(local_name), *oo = vt_runner_find(oracle_name);
-    if (!lo)
-        return bad("--local", local_name, "engine or llamacpp");
-    if (!oo)
-        return bad("--oracle", oracle_name, "engine or llamacpp");
-    if (lo == oo) {
-        fprintf(stderr, "vt kld: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
-                "settings is one computation run twice: expected two different runners\n", local_name, oracle_name);
+    const vt_runner_ops *lo, *oo;
+    if (vt_runner_pair("vt kld", local_name, oracle_name, &lo, &oo))
         return 2;
-    }
     vt_error err;
     vt_error_clear(&err);
     char *text = NULL;

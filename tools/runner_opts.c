@@ -70,3 +70,21 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
         return parse_unit(tool, opt, val, 1.0, &s->sampling.min_p);
     return 0;
 }
+
+int vt_runner_pair(const char *tool, const char *local, const char *oracle, const vt_runner_ops **lo,
+                   const vt_runner_ops **oo)
+{
+    *lo = vt_runner_find(local);
+    *oo = vt_runner_find(oracle);
+    const char *opt = !*lo ? "--local" : !*oo ? "--oracle" : NULL;
+    if (opt) {
+        fprintf(stderr, "%s: %s '%s': expected engine or llamacpp\n", tool, opt, !*lo ? local : oracle);
+        return 2;
+    }
+    if (*lo == *oo) {
+        fprintf(stderr, "%s: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
+                "settings is one computation run twice: expected two different runners\n", tool, local, oracle);
+        return 2;
+    }
+    return 0;
+}

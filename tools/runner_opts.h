@@ -11,6 +11,13 @@
  * "TOOL: OPT 'VAL': expected ..." and return -1; return 0 if opt is not one. */
 int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runner_settings *s);
 
+/* The two runners of a comparison (vt agree, vt kld): both known, and not
+ * one runner twice (with the same settings that is one computation run
+ * twice, which agrees with itself by construction). 0, or 2 after one line
+ * "TOOL: ..." on stderr. */
+int vt_runner_pair(const char *tool, const char *local, const char *oracle, const vt_runner_ops **lo,
+                   const vt_runner_ops **oo);
+
 /* The usage lines for those options. */
 extern const char vt_runner_options_usage[];
 

@@ -8,11 +8,15 @@
 #include <criterion/criterion.h>
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <linux/capability.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +99,22 @@ static inline int vt_test_sh(const char *dir, char *out, size_t out_cap, char *e
 }
 
 /* A suite's env with dir, cmd_out and cmd_err members. */
+/* Root ignores file and directory permissions while it holds
+ * CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH, CAP_FOWNER): a test that needs
+ * a permission to hold gives them up, so that it runs, and means the same,
+ * as root (CI) and as a user. Criterion runs each test in its own process. */
+static inline void vt_test_give_up_dac_override(void)
+{
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    cr_assert_eq(syscall(SYS_capget, &h, d), 0, "capget: %s", strerror(errno));
+    const uint32_t drop = 1u << CAP_DAC_OVERRIDE | 1u << CAP_DAC_READ_SEARCH | 1u << CAP_FOWNER;
+    d[0].effective &= ~drop;
+    d[0].permitted &= ~drop;
+    d[0].inheritable &= ~drop;
+    cr_assert_eq(syscall(SYS_capset, &h, d), 0, "capset: %s", strerror(errno));
+}
+
 #define VT_TEST_SH(e, ...) \
     vt_test_sh((e)->dir, (e)->cmd_out, sizeof (e)->cmd_out, (e)->cmd_err, sizeof (e)->cmd_err, __VA_ARGS__)
 
