@@ -252,28 +252,70 @@ TILE_FROM_DOT4(tile_sse2, dot4_sse2)
 TILE_FROM_DOT4(tile_avx2, dot4_avx2)
 #endif
 
+/* Q8_0 weight x Q8_0 activation in integer blocks, in the order of ggml's
+ * x86 vec_dot_q8_0_q8_0 (and of llamafile's tinyBLAS for the same pair):
+ * eight lanes, lane L taking the four products 4L..4L+3 of each block as an
+ * exact integer, acc[L] = fma(d_w * d_x, sum, acc[L]) block after block,
+ * then the lanes summed as hsum_float_8 does. Written once; the FMA build
+ * only lets the compiler use the instruction, the value is the same. */
+static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *w, const uint8_t *x,
+                                                                 int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 34, x += 34) {
+        uint16_t dw, dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 2);
+        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
+        const int8_t *qw = (const int8_t *)(w + 2), *qx = (const int8_t *)(x + 2);
+        for (int l = 0; l < 8; l++) {
+            int32_t sum = 0;
+            for (int k = 4 * l; k < 4 * l + 4; k++)
+                sum += (int32_t)qw[k] * qx[k];
+            acc[l] = fmaf(d, (float)sum, acc[l]);
+        }
+    }
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+static float dot_q8_0_c(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_q8_0_body(w, x, nb);
+}
+
+#ifdef VT_X86
+__attribute__((target("avx2,fma"))) static float dot_q8_0_fma(const uint8_t *w, const uint8_t *x,
+                                                               int64_t nb)
+{
+    return dot_q8_0_body(w, x, nb);
+}
+#endif
+
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
  * "sse2", "avx2", "avx512f"; a diagnostic override, honoured only if the CPU
  * has it): results are identical either way, which is how that is tested. */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c, dot_q8_0_c };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
-    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2 };
-    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2 };
-    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512 };
+    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2, dot_q8_0_c };
+    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, dot_q8_0_c };
+    static const vt_kernels avx2_fma = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, dot_q8_0_fma };
+    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512, dot_q8_0_fma };
     __builtin_cpu_init();
-    const int has512 = __builtin_cpu_supports("avx512f"), has2 = __builtin_cpu_supports("avx2");
+    const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    const int has2 = __builtin_cpu_supports("avx2");
+    const vt_kernels *k2 = has2 && __builtin_cpu_supports("fma") ? &avx2_fma : &avx2;
     if (want && strcmp(want, "sse2") == 0)
         return sse2;
     if (want && strcmp(want, "avx2") == 0 && has2)
-        return avx2;
+        return *k2;
     if (has512 && !(want && strcmp(want, "avx2") == 0))
         return avx512;
-    return has2 ? avx2 : sse2;
+    return has2 ? *k2 : sse2;
 #else
     return c;
 #endif
@@ -283,8 +325,8 @@ vt_kernels vt_kernels_pick(void)
  * Activation rounding for VT_MATMUL_Q8: the activation row is passed through
  * the weight type's vec_dot_type (ggml-cpu.c type_traits_cpu) and back to
  * F32, so an F32 product then sees the values llama.cpp's integer kernels
- * see. Quantizers follow ggml's reference ones (quantize_row_q8_0_ref,
- * quantize_row_q8_K_ref).
+ * see. Q8_0 and Q8_1 round as the x86 build of ggml's CPU backend does (its
+ * oracle here); Q8_K as quantize_row_q8_K_ref, which every build uses.
  * ====================================================================== */
 
 vt_act_type vt_act_type_of(int type)
@@ -306,22 +348,31 @@ vt_act_type vt_act_type_of(int type)
     }
 }
 
-/* Q8_0: blocks of 32; d = amax/127 kept as F16; q = roundf(x / d) (ties away
- * from zero, as the reference). Q8_1 quantizes the same values (it also
- * stores a block sum, which only matters to ggml's integer kernel). Note:
- * ggml's x86 AVX quantize_row_q8_0 instead multiplies by 127/amax and rounds
- * ties to even; the two differ only on exact ties. */
+/* Q8_0: blocks of 32; d = amax/127 kept as F16, q = x * (127/amax) rounded
+ * to nearest, ties to even: what the x86 build of ggml's CPU backend does
+ * (quantize_row_q8_0's AVX path), which is the oracle here. Its reference
+ * quantizer instead rounds x / d half away from zero; the two part exactly
+ * on values that land on .5 after scaling (vt op check's adversarial rows).
+ * Q8_1 quantizes the same values (it also stores a block sum, which only
+ * matters to ggml's integer kernel). */
+static uint16_t q8_0_block(const float *x, int8_t *q)
+{
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++)
+        amax = fmaxf(amax, fabsf(x[j]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 32; j++)
+        q[j] = (int8_t)nearbyintf(x[j] * id);
+    return vt_f32_to_f16(amax / 127.0f);
+}
+
 static void round_q8_0(const float *x, float *y, int64_t n)
 {
+    int8_t q[32];
     for (int64_t b = 0; b < n; b += 32) {
-        float amax = 0.0f;
+        const float dh = vt_f16_to_f32(q8_0_block(x + b, q));
         for (int j = 0; j < 32; j++)
-            amax = fmaxf(amax, fabsf(x[b + j]));
-        const float d = amax / 127;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const float dh = vt_f16_to_f32(vt_f32_to_f16(d));
-        for (int j = 0; j < 32; j++)
-            y[b + j] = dh * (float)(int8_t)roundf(x[b + j] * id);
+            y[b + j] = dh * (float)q[j];
     }
 }
 
@@ -490,7 +541,8 @@ static void pool_stop(vt_pool *p, int started)
 
 typedef struct mm_task {
     const vt_mat *w;
-    const float *x; /* n_tok x w->cols */
+    const float *x;    /* n_tok x w->cols, or NULL when xb is used */
+    const uint8_t *xb; /* the activation as Q8_0 blocks (integer path), n_tok rows */
     float *y;       /* n_tok rows of stride ldy */
     int64_t ldy;
 } mm_task;
@@ -507,6 +559,14 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
 {
     const vt_mat *w = t->w;
     const int64_t n = w->cols;
+    if (t->xb) {
+        const int64_t nb = n / 32;
+        for (int64_t o = r0; o < r1; o++)
+            for (int64_t tok = 0; tok < n_tok; tok++)
+                t->y[tok * t->ldy + o] =
+                    c->k.dot_q8_0(w->data + (size_t)o * w->row_bytes, t->xb + (size_t)(tok * nb * 34), nb);
+        return;
+    }
     const int in_place = w->codec->type == VT_TYPE_F32;
     const int64_t nblocks = n / w->codec->block_elems;
     int64_t o = r0;
@@ -554,22 +614,51 @@ static void matmul_worker(void *ctx, int ith, int nth)
     }
 }
 
-/* The activation a weight sees: x itself (EXACT mode, F32 dot type), or x
- * rounded through the weight's dot type into slot (reused if an earlier task
- * of the same job already rounded x the same way). */
-static const float *activation_for(vt_cpu *c, const mm_job *job, int i, const float *x,
-                                   int64_t n_tok)
+/* Whether w meets the activation in integer blocks, as ggml's kernel for its
+ * type does (so far Q8_0); other types take the F32 product of the rounded
+ * activation. */
+static int integer_path(const vt_cpu *c, const vt_mat *w)
 {
-    const vt_mat *w = job->task[i].w;
-    if (c->matmul == VT_MATMUL_EXACT || w->act == VT_ACT_F32)
-        return x;
-    for (int j = 0; j < i; j++)
-        if (job->task[j].w->act == w->act)
-            return job->task[j].x;
+    return c->matmul == VT_MATMUL_Q8 && w->codec->type == VT_TYPE_Q8_0;
+}
+
+/* The activation a weight sees: x itself (EXACT mode, F32 dot type), x
+ * rounded through the weight's dot type, or x as Q8_0 blocks for the
+ * integer path, in slot i (reused if an earlier task of the same job
+ * already made the same). */
+static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_t n_tok)
+{
+    mm_task *t = &job->task[i];
+    const vt_mat *w = t->w;
+    if (c->matmul == VT_MATMUL_EXACT || w->act == VT_ACT_F32) {
+        t->x = x;
+        return;
+    }
+    const int packed = integer_path(c, w);
+    for (int j = 0; j < i; j++) {
+        const mm_task *u = &job->task[j];
+        if (u->w->act == w->act && (u->xb != NULL) == packed) {
+            t->x = u->x;
+            t->xb = u->xb;
+            return;
+        }
+    }
+    if (packed) {
+        uint8_t *dst = (uint8_t *)c->xq[i];
+        const int64_t nb = w->cols / 32;
+        for (int64_t tok = 0; tok < n_tok; tok++)
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t *blk = dst + (size_t)((tok * nb + b) * 34);
+                uint16_t d = q8_0_block(x + tok * w->cols + b * 32, (int8_t *)(blk + 2));
+                memcpy(blk, &d, 2);
+            }
+        t->xb = dst;
+        return;
+    }
     float *dst = c->xq[i];
-    for (int64_t t = 0; t < n_tok; t++)
-        vt_act_round_row(w->act, x + t * w->cols, dst + t * w->cols, w->cols);
-    return dst;
+    for (int64_t tok = 0; tok < n_tok; tok++)
+        vt_act_round_row(w->act, x + tok * w->cols, dst + tok * w->cols, w->cols);
+    t->x = dst;
 }
 
 /* Up to three products sharing one input (Q/K/V, gate/up) in one dispatch. */
@@ -578,8 +667,8 @@ void vt_matmul(vt_cpu *c, const float *x, int64_t n_tok, int n, const vt_mat *co
 {
     mm_job job = { .c = c, .n_task = n, .n_tok = n_tok };
     for (int i = 0; i < n; i++) {
-        job.task[i] = (mm_task){ w[i], NULL, y[i], ldy[i] };
-        job.task[i].x = activation_for(c, &job, i, x, n_tok);
+        job.task[i] = (mm_task){ .w = w[i], .y = y[i], .ldy = ldy[i] };
+        activation_for(c, &job, i, x, n_tok);
     }
     vt_pool_run(&c->pool, matmul_worker, &job);
 }

@@ -12,6 +12,7 @@
 #include "engine/runner.h"
 #include "oracle/codec_check.h"
 #include "oracle/ggml_codec.h"
+#include "oracle/ggml_matmul.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -834,11 +835,11 @@ Test(modes, cache_dtypes)
  * product has one summation order, whatever the vector width. */
 Test(modes, every_isa_gives_identical_logits)
 {
-    spec specs[2] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K) };
-    specs[1].n_layer = 1;
-    specs[1].random_blocks = 1;
+    spec specs[3] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0) };
+    specs[1].n_layer = specs[2].n_layer = 1;
+    specs[1].random_blocks = specs[2].random_blocks = 1;
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         const char *path = make_model(&specs[k]);
         int32_t tok[N_TOK];
         prompt(tok, N_TOK, specs[k].n_vocab, 31);
@@ -870,18 +871,28 @@ Test(modes, every_isa_gives_identical_logits)
     }
 }
 
-/* Q8 mode's activation rounding is ggml's reference quantizer followed by
- * its dequantizer, bit for bit (including exact ties). */
-Test(modes, activation_rounding_matches_ggml_reference_quantizers)
+/* Q8 mode's activation rounding is ggml's quantizer followed by its
+ * dequantizer, bit for bit (including exact ties): for Q8_0 and Q8_1 the
+ * quantizer of the CPU backend llama.cpp loads (on x86 it rounds x * 127/amax
+ * to nearest even, where the reference rounds x / d half away from zero),
+ * for Q8_K the reference, which every build uses. */
+Test(modes, activation_rounding_matches_ggml_cpu_quantizers)
 {
     void *lib = dlopen(vt_ggml_path(oracle()), RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(lib, "%s", dlerror());
-    void (*q8_0)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(lib, "quantize_row_q8_0_ref");
-    void (*q8_1)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(lib, "quantize_row_q8_1_ref");
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml_mm *mm = vt_ggml_mm_open(NULL, 1, &err);
+    cr_assert_not_null(mm, "%s", err.msg);
+    void *cpu = dlopen(vt_ggml_mm_cpu_backend(mm), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    cr_assert_not_null(cpu, "%s", dlerror());
+    void (*q8_0)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(cpu, "quantize_row_q8_0");
+    void (*q8_1)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(cpu, "quantize_row_q8_1");
+    void (*q8_0_ref)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(lib, "quantize_row_q8_0_ref");
     void (*q8_k)(const float *, void *, int64_t) = (void (*)(const float *, void *, int64_t))dlsym(lib, "quantize_row_q8_K_ref");
     void (*dq8_0)(const void *, float *, int64_t) = (void (*)(const void *, float *, int64_t))dlsym(lib, "dequantize_row_q8_0");
     void (*dq8_k)(const void *, float *, int64_t) = (void (*)(const void *, float *, int64_t))dlsym(lib, "dequantize_row_q8_K");
-    cr_assert(q8_0 && q8_1 && q8_k && dq8_0 && dq8_k);
+    cr_assert(q8_0 && q8_1 && q8_0_ref && q8_k && dq8_0 && dq8_k);
 
     enum { N = 1024 };
     static float x[N], ours[N], theirs[N];
@@ -903,6 +914,11 @@ Test(modes, activation_rounding_matches_ggml_reference_quantizers)
         q8_0(x, blocks, N);
         dq8_0(blocks, theirs, N);
         cr_assert_eq(memcmp(ours, theirs, sizeof ours), 0, "Q8_0, class %d", cls);
+        /* The ties class is where the reference quantizer differs. */
+        q8_0_ref(x, blocks, N);
+        dq8_0(blocks, theirs, N);
+        if (cls == 3 && __builtin_cpu_supports("avx"))
+            cr_assert_neq(memcmp(ours, theirs, sizeof ours), 0, "exact ties round differently");
 
         cr_assert_str_eq(vt_qwen3_vec_dot_type(VT_TYPE_Q5_1), "Q8_1");
         vt_qwen3_round_activation(VT_TYPE_Q5_1, x, ours, N);
@@ -927,6 +943,8 @@ Test(modes, activation_rounding_matches_ggml_reference_quantizers)
     cr_assert_str_eq(vt_qwen3_vec_dot_type(VT_TYPE_IQ4_NL), "Q8_0");
     cr_assert_str_eq(vt_qwen3_vec_dot_type(VT_TYPE_TQ1_0), "Q8_K");
     cr_assert_str_eq(vt_qwen3_vec_dot_type(VT_TYPE_F32), "F32");
+    dlclose(cpu);
+    vt_ggml_mm_free(mm);
     dlclose(lib);
 }
 

@@ -9,6 +9,7 @@ int vt_cmd_fixture(int argc, char **argv);
 int vt_cmd_run(int argc, char **argv);
 int vt_cmd_agree(int argc, char **argv);
 int vt_cmd_kld(int argc, char **argv);
+int vt_cmd_op(int argc, char **argv);
 int vt_cmd_seal(int argc, char **argv);
 int vt_cmd_provenance(int argc, char **argv);
 int vt_cmd_capture(int argc, char **argv);

@@ -19,6 +19,7 @@ static const vt_subcommand subcommands[] = {
     { "run", NULL, vt_cmd_run, "run one runner (engine or llamacpp) on a prompt" },
     { "agree", NULL, vt_cmd_agree, "the engine against llama.cpp on one model, near-tie rule" },
     { "kld", NULL, vt_cmd_kld, "corpus perplexity and KL divergence, the engine against llama.cpp, exact" },
+    { "op", NULL, vt_cmd_op, "the engine's matrix products against ggml's CPU kernels, op by op" },
     { "seal", "vt-seal", vt_cmd_seal, "create, verify and extract sealed evidence archives" },
     { "provenance", NULL, vt_cmd_provenance, "hashes, manifests, runtime identity, wheel/npm verification" },
     { "capture", "vt-capture", vt_cmd_capture, "seeded repeated runs with verified identities, sealed" },
@@ -52,6 +53,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, kld, provenance, capture, neartie, seal\n", argv[1]);
+    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, kld, op, seal, provenance, capture, neartie\n", argv[1]);
     return 2;
 }

@@ -1,0 +1,44 @@
+/* vt_engine_matmul: a forward pass's matrix product on its own (engine_op.h). */
+#include "engine_op.h"
+#include "kernels.h"
+
+#include <string.h>
+
+int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const float *x,
+                     int64_t n_tok, vt_matmul_mode mode, int n_threads, float *y, vt_error *err)
+{
+    const vt_codec *codec = vt_codec_by_type(type);
+    if (!codec || (!codec->decode_f32 && type != VT_TYPE_F32))
+        return vt_error_set(err, VT_EINPUT, "engine matmul: type %d: no decoder", type);
+    size_t row_bytes = vt_codec_row_bytes(codec, cols);
+    if (rows <= 0 || n_tok <= 0 || n_tok > INT32_MAX || row_bytes == 0)
+        return vt_error_set(err, VT_EINPUT, "engine matmul %s: %lld x %lld, %lld tokens: expected "
+                            "rows of whole blocks", codec->name, (long long)rows, (long long)cols,
+                            (long long)n_tok);
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "(vt_engine_matmul)";
+    s.matmul = mode;
+    s.n_threads = n_threads;
+    s.n_ctx = (int32_t)n_tok;
+    s.n_batch = (int32_t)n_tok;
+    vt_cpu c;
+    memset(&c, 0, sizeof c);
+    int rc = vt_cpu_configure(&c, &s, err);
+    if (!rc)
+        rc = vt_cpu_start(&c, cols, 0, 0, s.model_path, err);
+    if (!rc) {
+        vt_mat m = { .data = w, .codec = codec, .rows = rows, .cols = cols,
+                     .row_bytes = row_bytes, .act = vt_act_type_of(type) };
+        vt_matmul1(&c, &m, x, n_tok, y, rows);
+    }
+    vt_cpu_free(&c);
+    return rc;
+}
+
+const char *vt_engine_isa(void) { return vt_kernels_pick().isa; }
+
+const char *vt_engine_dot_type(int weight_type)
+{
+    return vt_act_type_name(vt_act_type_of(weight_type));
+}

@@ -1,0 +1,225 @@
+/* vt op check: the engine's matrix products against ggml_mul_mat on the CPU
+ * backend llama.cpp loads here (oracle/op_check.h, oracle/ggml_matmul.h). */
+#include "support/vt_test.h"
+
+#include "engine/codec.h"
+#include "engine/engine_op.h"
+#include "oracle/op_check.h"
+
+#include <float.h>
+#include <math.h>
+
+static vt_ggml *q;
+static vt_ggml_mm *mm;
+
+static void open_oracles(void)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    q = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(q, "%s", err.msg);
+    mm = vt_ggml_mm_open(NULL, 2, &err);
+    cr_assert_not_null(mm, "%s", err.msg);
+}
+
+static void close_oracles(void)
+{
+    vt_ggml_mm_free(mm);
+    vt_ggml_free(q);
+}
+
+Test(ulp, distances_by_hand)
+{
+    cr_assert_eq(vt_op_ulp_distance(1.0f, 1.0f), 0);
+    cr_assert_eq(vt_op_ulp_distance(1.0f, nextafterf(1.0f, 2.0f)), 1);
+    cr_assert_eq(vt_op_ulp_distance(nextafterf(1.0f, 0.0f), 1.0f), 1);
+    cr_assert_eq(vt_op_ulp_distance(1.0f, 2.0f), 1u << 23, "one binade: 2^23 steps");
+    cr_assert_eq(vt_op_ulp_distance(0.0f, -0.0f), 0, "equal numbers");
+    cr_assert_eq(vt_op_ulp_distance(-FLT_TRUE_MIN, FLT_TRUE_MIN), 2, "across zero");
+    cr_assert_eq(vt_op_ulp_distance(-1.0f, 1.0f), 2ull * 0x3f800000u);
+    cr_assert_eq(vt_op_ulp_distance(NAN, NAN), 0);
+    cr_assert_eq(vt_op_ulp_distance(NAN, 1.0f), UINT64_MAX);
+    cr_assert_eq(vt_op_ulp_distance(0.0f, NAN), UINT64_MAX);
+    cr_assert_eq(vt_op_ulp_distance(FLT_MAX, INFINITY), 1);
+}
+
+enum { ROWS = 64, COLS = 1024, BATCH = 16 };
+static float w[ROWS * COLS], x[BATCH * COLS];
+
+static vt_op_result check(int type, vt_op_rows kind, int64_t n_tok, vt_op_engine_fn engine)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    if (kind != VT_OP_ROWS_FIXTURE)
+        vt_op_make_rows(kind, w, ROWS, x, BATCH, COLS, 7);
+    vt_op_inputs in = { w, x, ROWS, COLS, n_tok };
+    vt_op_result r;
+    cr_assert_eq(vt_op_check_one(q, mm, engine, type, &in, VT_MATMUL_Q8, 2, VT_GGML_REPACK, &r, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(r.dots, ROWS * n_tok);
+    cr_assert_gt(r.max_abs_ref, 0.0, "the products are not all zero");
+    return r;
+}
+
+/* Q8_0 is not repacked on x86, and the engine computes it in ggml's own
+ * integer order: every dot product has ggml's bits, at one token and at a
+ * prefill batch, on every row kind. */
+Test(op, q8_0_rows_are_bit_identical_to_ggml, .init = open_oracles, .fini = close_oracles)
+{
+    vt_test_model f = vt_test_model_make("qwen3", "F32");
+    for (int k = 0; k < VT_OP_ROW_KINDS; k++) {
+        if (k == VT_OP_ROWS_FIXTURE) {
+            vt_error err;
+            vt_error_clear(&err);
+            cr_assert_eq(vt_op_fixture_rows(f.path, w, ROWS, x, BATCH, COLS, &err), 0, "%s", err.msg);
+        }
+        for (int64_t n = 1; n <= BATCH; n += BATCH - 1) {
+            vt_op_result r = check(VT_TYPE_Q8_0, (vt_op_rows)k, n, vt_engine_matmul);
+            cr_assert_eq(r.repacked, 0);
+            cr_assert_eq(r.identical, r.dots, "%s rows, %lld tokens: %lld of %lld identical, max %llu ULP",
+                         vt_op_rows_name((vt_op_rows)k), (long long)n, (long long)r.identical,
+                         (long long)r.dots, (unsigned long long)r.max_ulp);
+            cr_assert_eq(r.max_ulp, 0);
+        }
+    }
+    vt_test_model_remove(&f);
+}
+
+/* The adversarial activations land on .5 after Q8_0 scaling: there ggml's
+ * x86 quantizer (round to nearest even) and its reference (half away from
+ * zero) part, and the engine follows the former. */
+Test(op, adversarial_rows_hold_exact_ties)
+{
+    vt_op_make_rows(VT_OP_ROWS_ADVERSARIAL, w, ROWS, x, BATCH, COLS, 7);
+    int ties = 0;
+    for (int b = 0; b < BATCH * COLS / 32; b++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+        for (int j = 0; j < 32 && amax > 0.0f; j++) {
+            float v = x[b * 32 + j] * (127.0f / amax);
+            ties += v != truncf(v) && v - truncf(v) == copysignf(0.5f, v);
+        }
+    }
+    cr_assert_gt(ties, 100, "%d exact ties", ties);
+}
+
+/* A check that cannot fail is no check: an engine off by one ULP in one
+ * product is caught, with the distance. */
+static int off_by_one(int type, const void *wq, int64_t rows, int64_t cols, const float *xs, int64_t n_tok,
+                      vt_matmul_mode mode, int n_threads, float *y, vt_error *err)
+{
+    int rc = vt_engine_matmul(type, wq, rows, cols, xs, n_tok, mode, n_threads, y, err);
+    y[rows * n_tok / 2] = nextafterf(y[rows * n_tok / 2], INFINITY);
+    return rc;
+}
+
+Test(op, an_engine_one_ulp_off_is_caught, .init = open_oracles, .fini = close_oracles)
+{
+    vt_op_result r = check(VT_TYPE_Q8_0, VT_OP_ROWS_RANDOM, BATCH, off_by_one);
+    cr_assert_eq(r.identical, r.dots - 1);
+    cr_assert_eq(r.max_ulp, 1);
+    cr_assert_gt(r.max_abs, 0.0);
+}
+
+/* Where ggml repacks a type (Q4_0 on x86 with AVX2) the check says so, and
+ * compares the plain layout too. */
+Test(op, repacked_layouts_are_reported, .init = open_oracles, .fini = close_oracles)
+{
+    vt_op_make_rows(VT_OP_ROWS_RANDOM, w, ROWS, x, BATCH, COLS, 7);
+    vt_op_inputs in = { w, x, ROWS, COLS, 1 };
+    vt_op_result r;
+    vt_error err;
+    vt_error_clear(&err);
+    cr_assert_eq(vt_op_check_one(q, mm, vt_engine_matmul, VT_TYPE_Q4_0, &in, VT_MATMUL_Q8, 2, VT_GGML_REPACK,
+                                 &r, &err), 0, "%s", err.msg);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        cr_assert_eq(r.repacked, 1, "ggml repacks Q4_0 on an AVX2 CPU");
+    cr_assert_eq(vt_op_check_one(q, mm, vt_engine_matmul, VT_TYPE_Q4_0, &in, VT_MATMUL_Q8, 2, VT_GGML_PLAIN,
+                                 &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r.repacked, 0);
+    cr_assert_eq(r.dots, ROWS);
+}
+
+Test(types, all_covers_the_float_types_and_every_engine_dot_type)
+{
+    int t[VT_TYPE_COUNT];
+    int n = vt_op_check_types(t, VT_TYPE_COUNT);
+    int seen_f32 = 0, seen_bf16 = 0, seen_q8_0 = 0, seen_q4_k = 0, seen_iq4_xs = 0;
+    for (int i = 0; i < n; i++) {
+        seen_f32 += t[i] == VT_TYPE_F32;
+        seen_bf16 += t[i] == VT_TYPE_BF16;
+        seen_q8_0 += t[i] == VT_TYPE_Q8_0;
+        seen_q4_k += t[i] == VT_TYPE_Q4_K;
+        seen_iq4_xs += t[i] == VT_TYPE_IQ4_XS;
+        cr_assert_neq(t[i], VT_TYPE_Q8_K, "Q8_K has no ggml kernel as a weight");
+    }
+    cr_assert_eq(seen_f32 + seen_bf16 + seen_q8_0 + seen_q4_k + seen_iq4_xs, 5);
+    cr_assert_eq(vt_op_check_is_float(VT_TYPE_F16), 1);
+    cr_assert_eq(vt_op_check_is_float(VT_TYPE_Q8_0), 0);
+}
+
+typedef struct env {
+    char dir[64];
+    char cmd_out[1 << 16];
+    char cmd_err[4096];
+} env;
+
+Test(cli, a_bit_identical_type_passes_and_bad_options_are_refused)
+{
+    static env e;
+    snprintf(e.dir, sizeof e.dir, "/tmp/vt-op-XXXXXX");
+    cr_assert_not_null(mkdtemp(e.dir));
+    cr_assert_eq(VT_TEST_SH(&e, "'%s' op check --types Q8_0 --kinds random,adversarial", VT_BIN), 0, "%s%s",
+                 e.cmd_out, e.cmd_err);
+    cr_assert(strstr(e.cmd_out, "1 of 1 types meet the standard"), "%s", e.cmd_out);
+    cr_assert_eq(VT_TEST_SH(&e, "'%s' op check --types Q8_0 --kinds adversarial --json", VT_BIN), 0, "%s",
+                 e.cmd_err);
+    cJSON *j = cJSON_Parse(e.cmd_out);
+    cr_assert_not_null(j, "not JSON: %s", e.cmd_out);
+    cr_assert_str_eq(vt_test_get(j, "schema")->valuestring, "vt.op-check/1");
+    const cJSON *res = vt_test_get(j, "results");
+    cr_assert_eq(cJSON_GetArraySize(res), 2, "one token and a batch");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, res) {
+        cr_assert_eq(vt_test_get(r, "identical")->valuedouble, vt_test_get(r, "dots")->valuedouble);
+        cr_assert(cJSON_IsTrue(vt_test_get(r, "ok")));
+    }
+    cr_assert_eq(vt_test_get(j, "failed_types")->valuedouble, 0);
+    cJSON_Delete(j);
+
+    const char *bad[] = {
+        "--types Q8_0",                                 /* fixture rows need --model */
+        "--types Q8_9 --kinds random",
+        "--types Q8_0, --kinds random",
+        "--types Q8_0,Q8_0 --kinds random",
+        "--types Q8_K --kinds random",
+        "--kinds random,, --types Q8_0",
+        "--kinds tidy --types Q8_0",
+        "--rows 12 --kinds random",
+        "--cols 100 --kinds random",
+        "--batch 1 --kinds random",
+        "--matmul fast --kinds random",
+        "--kinds random --bogus 1",
+        "--kinds",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(VT_TEST_SH(&e, "'%s' op check %s", VT_BIN, bad[i]), 2, "%s: %s", bad[i], e.cmd_out);
+        cr_assert(strncmp(e.cmd_err, "vt op check: ", 13) == 0 && strchr(e.cmd_err, '\n') ==
+                  e.cmd_err + strlen(e.cmd_err) - 1, "%s: one line: %s", bad[i], e.cmd_err);
+        cr_assert_eq(e.cmd_out[0], '\0', "%s: nothing on stdout", bad[i]);
+    }
+    cr_assert_eq(VT_TEST_SH(&e, "'%s' op check --types Q8_0 --kinds fixture --model '%s/none.gguf'", VT_BIN,
+                            e.dir), 2);
+    cr_assert(strstr(e.cmd_err, "none.gguf"), "%s", e.cmd_err);
+    cr_assert_eq(VT_TEST_SH(&e, "'%s' op frob", VT_BIN), 2);
+    cr_assert_eq(VT_TEST_SH(&e, "'%s' op check --help", VT_BIN), 0);
+    cr_assert(strstr(e.cmd_out, "example:"), "%s", e.cmd_out);
+    char p[128];
+    snprintf(p, sizeof p, "%s/.stdout", e.dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/.stderr", e.dir);
+    unlink(p);
+    rmdir(e.dir);
+}
