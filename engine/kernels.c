@@ -2,6 +2,7 @@
  * of qwen3.c unchanged in arithmetic, so qwen3's logits are bit-identical
  * to what they were. */
 #include "kernels.h"
+#include "codec_iq_tables.h"
 
 /* No fused multiply-add anywhere in this file, whatever the build flags
  * (GNU C modes and -march=native would otherwise let the compiler fuse
@@ -252,59 +253,20 @@ TILE_FROM_DOT4(tile_sse2, dot4_sse2)
 TILE_FROM_DOT4(tile_avx2, dot4_avx2)
 #endif
 
-/* Q8_0 weight x Q8_0 activation in integer blocks, in the order of ggml's
- * x86 vec_dot_q8_0_q8_0 (and of llamafile's tinyBLAS for the same pair):
- * eight lanes, lane L taking the four products 4L..4L+3 of each block as an
- * exact integer, acc[L] = fma(d_w * d_x, sum, acc[L]) block after block,
- * then the lanes summed as hsum_float_8 does. Written once; the FMA build
- * only lets the compiler use the instruction, the value is the same. */
-static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *w, const uint8_t *x,
-                                                                 int64_t nb)
-{
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < nb; b++, w += 34, x += 34) {
-        uint16_t dw, dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 2);
-        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
-        const int8_t *qw = (const int8_t *)(w + 2), *qx = (const int8_t *)(x + 2);
-        for (int l = 0; l < 8; l++) {
-            int32_t sum = 0;
-            for (int k = 4 * l; k < 4 * l + 4; k++)
-                sum += (int32_t)qw[k] * qx[k];
-            acc[l] = fmaf(d, (float)sum, acc[l]);
-        }
-    }
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-static float dot_q8_0_c(const uint8_t *w, const uint8_t *x, int64_t nb)
-{
-    return dot_q8_0_body(w, x, nb);
-}
-
-#ifdef VT_X86
-__attribute__((target("avx2,fma"))) static float dot_q8_0_fma(const uint8_t *w, const uint8_t *x,
-                                                               int64_t nb)
-{
-    return dot_q8_0_body(w, x, nb);
-}
-#endif
-
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
  * "sse2", "avx2", "avx512f"; a diagnostic override, honoured only if the CPU
  * has it): results are identical either way, which is how that is tested. */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c, dot_q8_0_c };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c, 0 };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
-    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2, dot_q8_0_c };
-    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, dot_q8_0_c };
-    static const vt_kernels avx2_fma = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, dot_q8_0_fma };
-    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512, dot_q8_0_fma };
+    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2, 0 };
+    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, 0 };
+    static const vt_kernels avx2_fma = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, 1 };
+    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512, 1 };
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has2 = __builtin_cpu_supports("avx2");
@@ -386,29 +348,37 @@ static int nearest_int(float v)
 }
 
 /* Q8_K: blocks of 256; the scale is set by the element of largest magnitude
- * (keeping its sign: iscale = -127/max), d = 1/iscale stays F32. */
+ * (keeping its sign: iscale = -127/max), d = 1/iscale stays F32 (0 for an
+ * all-zero block). Returns d. */
+static float q8_k_block(const float *x, int8_t *q)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 256; j++) {
+        float ax = fabsf(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    if (amax == 0.0f) {
+        memset(q, 0, 256);
+        return 0.0f;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < 256; j++) {
+        int v = nearest_int(iscale * x[j]);
+        q[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    return 1 / iscale;
+}
+
 static void round_q8_k(const float *x, float *y, int64_t n)
 {
+    int8_t q[256];
     for (int64_t b = 0; b < n; b += 256) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < 256; j++) {
-            float ax = fabsf(x[b + j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[b + j];
-            }
-        }
-        if (amax == 0.0f) {
-            for (int j = 0; j < 256; j++)
-                y[b + j] = 0.0f;
-            continue;
-        }
-        const float iscale = -127.0f / max;
-        const float d = 1 / iscale;
-        for (int j = 0; j < 256; j++) {
-            int v = nearest_int(iscale * x[b + j]);
-            y[b + j] = d * (float)(int8_t)(v < 127 ? v : 127);
-        }
+        const float d = q8_k_block(x + b, q);
+        for (int j = 0; j < 256; j++)
+            y[b + j] = d * (float)q[j];
     }
 }
 
@@ -434,6 +404,197 @@ const char *vt_act_type_name(vt_act_type t)
 {
     static const char *const names[] = { "F32", "F16", "BF16", "Q8_0", "Q8_1", "Q8_K" };
     return names[t];
+}
+
+/* ======================================================================
+ * Integer block products: a weight type whose ggml kernel this engine
+ * follows meets its activation as ggml's does, the activation quantized to
+ * blocks once per token (Q8_0: F16 d + 32 x int8, 34 bytes; Q8_K: F32 d +
+ * 256 x int8 + 16 int16 sums of 16, 292 bytes, as ggml's block_q8_K) and
+ * each block's products summed
+ * as exact integers in eight lanes, lane m taking the elements whose
+ * position in their 32 is 4m .. 4m+3, as the x86 kernels' vector lanes do;
+ * then acc[m] = fma(d_w * d_x, lane m, acc[m]) block after block, and the
+ * lanes summed as ggml's hsum_float_8. Each body is written once; the FMA
+ * copy only lets the compiler use the instruction, the value is the same.
+ * ====================================================================== */
+
+typedef float (*int_dot_fn)(const uint8_t *w, const uint8_t *x, int64_t nb);
+
+static inline float hsum8(const float *a)
+{
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* Q8_0 x Q8_0: ggml's x86 vec_dot_q8_0_q8_0 (and llamafile's tinyBLAS for
+ * the same pair, which sums the same way). */
+static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *w, const uint8_t *x,
+                                                                 int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 34, x += 34) {
+        uint16_t dw, dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 2);
+        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
+        const int8_t *qw = (const int8_t *)(w + 2), *qx = (const int8_t *)(x + 2);
+        for (int m = 0; m < 8; m++) {
+            int32_t lane = 0;
+            for (int k = 4 * m; k < 4 * m + 4; k++)
+                lane += (int32_t)qw[k] * qx[k];
+            acc[m] = fmaf(d, (float)lane, acc[m]);
+        }
+    }
+    return hsum8(acc);
+}
+
+/* Q6_K x Q8_K: ggml's x86 vec_dot_q6_K_q8_K as the CPU backend here runs it
+ * (its instructions read: the 6-bit values used unsigned, 0..63, and their
+ * offset of 32 taken off afterwards through the activation's block sums, one
+ * lane per 32 elements). Block: ql[128] (low nibbles), qh[64] (two high
+ * bits each), int8 scales[16] (one per 16 elements), F16 d. */
+static inline __attribute__((always_inline)) float dot_q6_k_body(const uint8_t *w, const uint8_t *x,
+                                                                 int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 210, x += 292) {
+        const uint8_t *ql = w, *qh = w + 128;
+        const int8_t *sc = (const int8_t *)(w + 192), *q8 = (const int8_t *)(x + 4);
+        uint16_t dw;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dw, w + 208, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        int32_t lane[8] = { 0 };
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
+            for (int l = 0; l < 32; l++) {
+                const int e = 128 * n + l;
+                const int v[4] = { (L[l] & 0xF) | ((H[l] & 3) << 4),
+                                   (L[l + 32] & 0xF) | (((H[l] >> 2) & 3) << 4),
+                                   (L[l] >> 4) | (((H[l] >> 4) & 3) << 4),
+                                   (L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4) };
+                for (int k = 0; k < 4; k++)
+                    lane[l / 4] += sc[(e + 32 * k) / 16] * v[k] * q8[e + 32 * k];
+            }
+        }
+        for (int m = 0; m < 8; m++)
+            lane[m] -= 32 * (bsums[2 * m] * sc[2 * m] + bsums[2 * m + 1] * sc[2 * m + 1]);
+        const float d = dx * vt_f16_to_f32(dw);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return hsum8(acc);
+}
+
+/* IQ4_XS x Q8_K: ggml's x86 (AVX2) vec_dot_iq4_xs_q8_K. Block: F16 d,
+ * scales_h (two high bits per 32), scales_l[4] (a low nibble per 32),
+ * qs[128] (element j of a 32 in the low nibble of byte j, j + 16 in its high
+ * nibble), each nibble an index into the IQ4_NL values. */
+static inline __attribute__((always_inline)) float dot_iq4_xs_body(const uint8_t *w, const uint8_t *x,
+                                                                   int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 136, x += 292) {
+        uint16_t dw, sh;
+        float dx;
+        memcpy(&dw, w, 2);
+        memcpy(&sh, w + 2, 2);
+        memcpy(&dx, x, 4);
+        const uint8_t *sl = w + 4, *qs = w + 8;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int k = 0; k < 8; k++, qs += 16, q8 += 32) {
+            const int ls = (((sl[k / 2] >> 4 * (k % 2)) & 0xf) | (((sh >> 2 * k) & 3) << 4)) - 32;
+            for (int j = 0; j < 16; j++) {
+                lane[j / 4] += ls * vt_iq4nl_values[qs[j] & 0xf] * q8[j];
+                lane[(j + 16) / 4] += ls * vt_iq4nl_values[qs[j] >> 4] * q8[j + 16];
+            }
+        }
+        const float d = vt_f16_to_f32(dw) * dx;
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return hsum8(acc);
+}
+
+#ifdef VT_X86
+#define INT_DOT(name)                                                                              \
+    static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
+    {                                                                                              \
+        return name##_body(w, x, nb);                                                              \
+    }                                                                                              \
+    __attribute__((target("avx2,fma"))) static float name##_fma(const uint8_t *w, const uint8_t *x, \
+                                                                 int64_t nb)                       \
+    {                                                                                              \
+        return name##_body(w, x, nb);                                                              \
+    }
+#else
+#define INT_DOT(name)                                                                              \
+    static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
+    {                                                                                              \
+        return name##_body(w, x, nb);                                                              \
+    }                                                                                              \
+    static float name##_fma(const uint8_t *w, const uint8_t *x, int64_t nb)                        \
+    {                                                                                              \
+        return name##_body(w, x, nb);                                                              \
+    }
+#endif
+INT_DOT(dot_q8_0)
+INT_DOT(dot_q6_k)
+INT_DOT(dot_iq4_xs)
+#undef INT_DOT
+
+/* One row per weight type that has an integer kernel; the rest take the
+ * F32 product of the rounded activation. */
+typedef struct int_kernel {
+    vt_act_type act;   /* the activation's block type (Q8_0 or Q8_K) */
+    int_dot_fn plain, fma;
+} int_kernel;
+
+static const int_kernel int_kernels[VT_TYPE_COUNT] = {
+    [VT_TYPE_Q8_0] = { VT_ACT_Q8_0, dot_q8_0_c, dot_q8_0_fma },
+    [VT_TYPE_Q6_K] = { VT_ACT_Q8_K, dot_q6_k_c, dot_q6_k_fma },
+    [VT_TYPE_IQ4_XS] = { VT_ACT_Q8_K, dot_iq4_xs_c, dot_iq4_xs_fma },
+};
+
+static const int_kernel *int_kernel_of(const vt_cpu *c, const vt_mat *w)
+{
+    const int t = w->codec->type;
+    if (c->matmul != VT_MATMUL_Q8 || t < 0 || t >= VT_TYPE_COUNT || !int_kernels[t].plain)
+        return NULL;
+    return &int_kernels[t];
+}
+
+/* Bytes of one token's activation in the block type act, n elements. */
+static size_t act_block_row_bytes(vt_act_type act, int64_t n)
+{
+    return act == VT_ACT_Q8_0 ? (size_t)(n / 32) * 34 : (size_t)(n / 256) * 292;
+}
+
+static void act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n)
+{
+    if (act == VT_ACT_Q8_0) {
+        for (int64_t b = 0; b < n / 32; b++, dst += 34) {
+            uint16_t d = q8_0_block(x + b * 32, (int8_t *)(dst + 2));
+            memcpy(dst, &d, 2);
+        }
+        return;
+    }
+    for (int64_t b = 0; b < n / 256; b++, dst += 292) {
+        const int8_t *q = (const int8_t *)(dst + 4);
+        float d = q8_k_block(x + b * 256, (int8_t *)(dst + 4));
+        memcpy(dst, &d, 4);
+        int16_t bsums[16];
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++)
+                sum += q[16 * g + j];
+            bsums[g] = (int16_t)sum;
+        }
+        memcpy(dst + 260, bsums, sizeof bsums);
+    }
 }
 
 /* ======================================================================
@@ -542,7 +703,7 @@ static void pool_stop(vt_pool *p, int started)
 typedef struct mm_task {
     const vt_mat *w;
     const float *x;    /* n_tok x w->cols, or NULL when xb is used */
-    const uint8_t *xb; /* the activation as Q8_0 blocks (integer path), n_tok rows */
+    const uint8_t *xb; /* the activation in blocks for an integer kernel, n_tok rows */
     float *y;       /* n_tok rows of stride ldy */
     int64_t ldy;
 } mm_task;
@@ -560,11 +721,13 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
     const vt_mat *w = t->w;
     const int64_t n = w->cols;
     if (t->xb) {
-        const int64_t nb = n / 32;
+        const int_kernel *ik = int_kernel_of(c, w);
+        const int_dot_fn dot = c->k.fma ? ik->fma : ik->plain;
+        const int64_t nb = n / w->codec->block_elems;
+        const size_t xrow = act_block_row_bytes(ik->act, n);
         for (int64_t o = r0; o < r1; o++)
             for (int64_t tok = 0; tok < n_tok; tok++)
-                t->y[tok * t->ldy + o] =
-                    c->k.dot_q8_0(w->data + (size_t)o * w->row_bytes, t->xb + (size_t)(tok * nb * 34), nb);
+                t->y[tok * t->ldy + o] = dot(w->data + (size_t)o * w->row_bytes, t->xb + (size_t)tok * xrow, nb);
         return;
     }
     const int in_place = w->codec->type == VT_TYPE_F32;
@@ -614,18 +777,10 @@ static void matmul_worker(void *ctx, int ith, int nth)
     }
 }
 
-/* Whether w meets the activation in integer blocks, as ggml's kernel for its
- * type does (so far Q8_0); other types take the F32 product of the rounded
- * activation. */
-static int integer_path(const vt_cpu *c, const vt_mat *w)
-{
-    return c->matmul == VT_MATMUL_Q8 && w->codec->type == VT_TYPE_Q8_0;
-}
-
 /* The activation a weight sees: x itself (EXACT mode, F32 dot type), x
- * rounded through the weight's dot type, or x as Q8_0 blocks for the
- * integer path, in slot i (reused if an earlier task of the same job
- * already made the same). */
+ * rounded through the weight's dot type, or x in blocks for an integer
+ * kernel, in slot i (reused if an earlier task of the same job already made
+ * the same). */
 static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_t n_tok)
 {
     mm_task *t = &job->task[i];
@@ -634,7 +789,7 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
         t->x = x;
         return;
     }
-    const int packed = integer_path(c, w);
+    const int packed = int_kernel_of(c, w) != NULL;
     for (int j = 0; j < i; j++) {
         const mm_task *u = &job->task[j];
         if (u->w->act == w->act && (u->xb != NULL) == packed) {
@@ -645,13 +800,9 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
     }
     if (packed) {
         uint8_t *dst = (uint8_t *)c->xq[i];
-        const int64_t nb = w->cols / 32;
+        const size_t xrow = act_block_row_bytes(w->act, w->cols);
         for (int64_t tok = 0; tok < n_tok; tok++)
-            for (int64_t b = 0; b < nb; b++) {
-                uint8_t *blk = dst + (size_t)((tok * nb + b) * 34);
-                uint16_t d = q8_0_block(x + tok * w->cols + b * 32, (int8_t *)(blk + 2));
-                memcpy(blk, &d, 2);
-            }
+            act_quantize_row(w->act, x + tok * w->cols, dst + (size_t)tok * xrow, w->cols);
         t->xb = dst;
         return;
     }

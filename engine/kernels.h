@@ -2,7 +2,7 @@
  * qwen35.c are each one forward pass written on top of it.
  *
  *   dot kernels      one summation order on every ISA (16 partial sums, no FMA);
- *                    Q8_0 x Q8_0 in integer blocks in ggml's own order
+ *                    integer block products (Q8_0, Q6_K) in ggml's own order
  *   activation rounding   --matmul q8: the activation through the weight
  *                    codec's vec_dot_type, as llama.cpp's CPU backend
  *   thread pool      work split by index, so which thread computes an
@@ -45,17 +45,13 @@ typedef void (*vt_axpy_fn)(float *restrict y, float a, const float *restrict x, 
 typedef void (*vt_tile_fn)(const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
                            float *y, int64_t ldy);
 
-/* A Q8_0 weight row against a Q8_0 activation row, nb blocks of 34 bytes
- * each, in ggml's order (kernels.c, dot_q8_0_body). */
-typedef float (*vt_dot_q8_0_fn)(const uint8_t *w, const uint8_t *x, int64_t nb);
-
 typedef struct vt_kernels {
     const char *isa;
     vt_dot_fn dot;
     vt_dot4_fn dot4;
     vt_tile_fn tile;
     vt_axpy_fn axpy;
-    vt_dot_q8_0_fn dot_q8_0;
+    int fma; /* integer block kernels may use the FMA instruction (same values) */
 } vt_kernels;
 
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",

@@ -835,11 +835,15 @@ Test(modes, cache_dtypes)
  * product has one summation order, whatever the vector width. */
 Test(modes, every_isa_gives_identical_logits)
 {
-    spec specs[3] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0) };
-    specs[1].n_layer = specs[2].n_layer = 1;
-    specs[1].random_blocks = specs[2].random_blocks = 1;
+    /* Q8_0, Q6_K and IQ4_XS take the integer block kernels. */
+    spec specs[5] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0), tiny_quant(VT_TYPE_Q6_K),
+                      tiny_quant(VT_TYPE_IQ4_XS) };
+    for (int k = 1; k < 5; k++) {
+        specs[k].n_layer = 1;
+        specs[k].random_blocks = 1;
+    }
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         const char *path = make_model(&specs[k]);
         int32_t tok[N_TOK];
         prompt(tok, N_TOK, specs[k].n_vocab, 31);
