@@ -822,6 +822,10 @@ void vt_matmul(vt_cpu *c, const float *x, int64_t n_tok, int n, const vt_mat *co
         activation_for(c, &job, i, x, n_tok);
     }
     vt_pool_run(&c->pool, matmul_worker, &job);
+    for (int i = 0; i < n; i++)
+        if (w[i]->plant_row >= 0)
+            for (int64_t t = 0; t < n_tok; t++)
+                y[i][t * ldy[i] + w[i]->plant_row] *= w[i]->plant_scale;
 }
 
 void vt_matmul1(vt_cpu *c, const vt_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy)
@@ -871,12 +875,22 @@ int vt_cpu_configure(vt_cpu *c, const vt_runner_settings *s, vt_error *err)
     int32_t nt = s->n_threads > 0 ? s->n_threads : (int32_t)(cores > 0 ? cores : 1);
     c->n_threads = c->eager ? 1 : (nt < VT_ENGINE_MAX_THREADS ? nt : VT_ENGINE_MAX_THREADS);
     c->k = vt_kernels_pick();
-    return VT_OK;
+    return vt_plant_from_env(&c->plant, err);
 }
 
 vt_gguf *vt_cpu_open_model(vt_cpu *c, const vt_runner_settings *s, vt_error *err)
 {
-    return vt_cpu_configure(c, s, err) ? NULL : vt_gguf_open(s->model_path, err);
+    if (vt_cpu_configure(c, s, err))
+        return NULL;
+    vt_gguf *g = vt_gguf_open(s->model_path, err);
+    /* A planted error on a tensor the model lacks would plant nothing while
+     * the detail says it did. */
+    if (g && c->plant.tensor[0] && !vt_gguf_find_tensor(g, c->plant.tensor)) {
+        vt_error_set(err, VT_EINPUT, "VT_ENGINE_PLANT: %s: no tensor %s", s->model_path, c->plant.tensor);
+        vt_gguf_free(g);
+        return NULL;
+    }
+    return g;
 }
 
 static int pool_start(vt_pool *p, int n, vt_error *err)
@@ -955,9 +969,12 @@ void vt_cpu_resolved(const vt_cpu *c, vt_runner_settings *out)
 
 void vt_cpu_describe(vt_cpu *c)
 {
-    snprintf(c->detail, sizeof c->detail, "isa=%s threads=%d mode=%s matmul=%s cache=%s batch=%d",
-             c->k.isa, c->n_threads, c->eager ? "eager" : "production",
-             vt_matmul_mode_name(c->matmul), vt_cache_dtype_name(c->cache_dtype), c->n_batch);
+    int n = snprintf(c->detail, sizeof c->detail, "isa=%s threads=%d mode=%s matmul=%s cache=%s batch=%d",
+                     c->k.isa, c->n_threads, c->eager ? "eager" : "production",
+                     vt_matmul_mode_name(c->matmul), vt_cache_dtype_name(c->cache_dtype), c->n_batch);
+    if (c->plant.tensor[0] && n > 0 && (size_t)n < sizeof c->detail)
+        snprintf(c->detail + n, sizeof c->detail - (size_t)n, " plant=%s:%lld:%.9g", c->plant.tensor,
+                 (long long)c->plant.row, (double)c->plant.scale);
 }
 
 float *vt_cpu_scratch(const vt_cpu *c, int ith) { return c->scratch + (size_t)ith * c->scratch_stride; }
@@ -968,7 +985,37 @@ vt_mat vt_mat_rows(const vt_mat *m, int64_t r0, int64_t n)
     vt_mat out = *m;
     out.data = m->data + (size_t)r0 * m->row_bytes;
     out.rows = n;
+    out.plant_row = m->plant_row >= r0 && m->plant_row < r0 + n ? m->plant_row - r0 : -1;
     return out;
+}
+
+int vt_plant_from_env(vt_plant *p, vt_error *err)
+{
+    memset(p, 0, sizeof *p);
+    const char *v = getenv("VT_ENGINE_PLANT");
+    if (!v || !*v)
+        return VT_OK;
+    const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    char *end = NULL;
+    long long row = -1;
+    float scale = 0.0f;
+    if (c1 && c2 && c1 > v && (size_t)(c1 - v) < sizeof p->tensor && c1[1] >= '0' && c1[1] <= '9') {
+        row = strtoll(c1 + 1, &end, 10);
+        if (end != c2)
+            row = -1;
+        if (row >= 0 && c2[1] && c2[1] != ' ') {
+            scale = strtof(c2 + 1, &end);
+            if (*end)
+                row = -1;
+        }
+    }
+    if (row < 0 || !isfinite(scale) || scale == 1.0f || (c2 && !c2[1]))
+        return vt_error_set(err, VT_EINPUT, "VT_ENGINE_PLANT '%s': expected TENSOR:ROW:SCALE (a tensor "
+                            "name, a row >= 0 and a finite scale other than 1)", v);
+    memcpy(p->tensor, v, (size_t)(c1 - v));
+    p->row = row;
+    p->scale = scale;
+    return VT_OK;
 }
 
 /* ======================================================================
@@ -1102,6 +1149,18 @@ int vt_load_matrix(const vt_gguf *g, const char *name, int64_t cols, int64_t row
     out->cols = cols;
     out->row_bytes = vt_codec_row_bytes(c, cols);
     out->act = vt_act_type_of(t->type);
+    out->plant_row = -1;
+    out->plant_scale = 1.0f;
+    vt_plant p;
+    if (vt_plant_from_env(&p, err))
+        return err->code;
+    if (p.tensor[0] && strcmp(p.tensor, name) == 0) {
+        if (p.row >= rows)
+            return vt_error_set(err, VT_EINPUT, "VT_ENGINE_PLANT: %s: row %lld: expected < %lld rows",
+                                name, (long long)p.row, (long long)rows);
+        out->plant_row = p.row;
+        out->plant_scale = p.scale;
+    }
     return VT_OK;
 }
 

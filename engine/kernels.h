@@ -106,7 +106,24 @@ typedef struct vt_mat {
     int64_t rows, cols;
     size_t row_bytes;
     vt_act_type act; /* vec_dot_type, for Q8 matmul mode */
+    /* A planted error ($VT_ENGINE_PLANT): the products of row plant_row come
+     * out scaled by plant_scale, as if that weight row were; -1: none. */
+    int64_t plant_row;
+    float plant_scale;
 } vt_mat;
+
+/* $VT_ENGINE_PLANT = TENSOR:ROW:SCALE plants an engine error on purpose: the
+ * matrix TENSOR acts as if its row ROW were scaled by SCALE. For tests of
+ * verdicts (a real engine error must fail beyond the oracle's noise); the
+ * engine's detail (runtime.runner.detail) records it. */
+typedef struct vt_plant {
+    char tensor[96];
+    int64_t row;
+    float scale;
+} vt_plant;
+
+/* 0 and p->tensor[0] == 0 when unset; VT_EINPUT when malformed. */
+int vt_plant_from_env(vt_plant *p, vt_error *err);
 
 /* Rows [r0, r0 + n) of m as a matrix of their own (a fused projection's parts). */
 vt_mat vt_mat_rows(const vt_mat *m, int64_t r0, int64_t n);
@@ -133,7 +150,9 @@ typedef struct vt_cpu {
     float *scratch;
     size_t scratch_stride, scratch_extra_at;
 
-    char detail[192];
+    vt_plant plant; /* tensor "" when none */
+
+    char detail[320];
 } vt_cpu;
 
 /* Check and apply the settings (mode, matmul, cache dtype, threads, n_ctx,

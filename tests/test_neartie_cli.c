@@ -2538,3 +2538,60 @@ Test(real, the_oracle_replaying_its_own_stream_has_no_gap, .timeout = 900)
     cJSON_Delete(O);
     teardown(&e);
 }
+
+/* The noise never hides a real error: an engine error planted on purpose
+ * (VT_ENGINE_PLANT: one weight row of blk.0.ffn_down scaled by 8, recorded in
+ * the engine's detail) on a model where llama.cpp's own noise is not zero
+ * (small Q4_K: its batched self-gap is about 106 milli-nats) fails every
+ * prompt beyond the noise, none within it; the same engine without the plant
+ * passes the same gate. */
+Test(real, a_planted_engine_error_fails_beyond_the_noise, .timeout = 900)
+{
+    env e;
+    setup(&e);
+    char model[300], prompts[300];
+    snprintf(model, sizeof model, "%s/small-Q4_K.gguf", e.dir);
+    snprintf(prompts, sizeof prompts, "%s/prompts.jsonl", e.dir);
+    cr_assert_eq(sh(&e, "'%s' fixture make --arch qwen3 --preset small --weights Q4_K --seed 1 -o '%s'", VT_BIN, model),
+                 0, "%s", e.cmd_err);
+    FILE *in = fopen(VT_SOURCE_DIR "/fixtures/prompts/default16.jsonl", "r"), *pf = fopen(prompts, "w");
+    cr_assert(in && pf);
+    char line[1024];
+    for (int i = 0; i < 3 && fgets(line, sizeof line, in); i++)
+        fputs(line, pf);
+    fclose(in);
+    fclose(pf);
+    cr_assert_eq(sh(&e, "'%s' capture --runner llamacpp --package %s --model '%s' --prompts '%s' --out '%s' "
+                        "--max-tokens 16 --threads 1 --no-timestamp", VT_BIN, PACKAGE, model, prompts, e.O),
+                 0, "%s", e.cmd_err);
+    for (int planted = 0; planted < 2; planted++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/L%d.json", e.dir, planted);
+        cr_assert_eq(sh(&e, "%s '%s' capture --runner engine --model '%s' --prompts '%s' --out '%s' --max-tokens 16 "
+                            "--threads 1 --no-timestamp", planted ? "VT_ENGINE_PLANT=blk.0.ffn_down.weight:5:8" : "",
+                        VT_BIN, model, prompts, path), 0, "%s", e.cmd_err);
+        cJSON *L = load_json(path);
+        const char *detail = get(get(get(L, "runtime"), "runner"), "detail")->valuestring;
+        cr_assert_eq(strstr(detail, "plant=blk.0.ffn_down.weight:5:8") != NULL, planted, "%s", detail);
+        cJSON_Delete(L);
+        int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE
+                        " --model '%s' --out '%s' --allow-unverified", VT_BIN, path, e.O, model, e.R);
+        cr_assert_eq(rc, planted ? 1 : 0, "planted %d: exit %d: %s%s", planted, rc, e.cmd_err, e.cmd_out);
+        cJSON *r = check_report(e.R);
+        const cJSON *t = get(r, "totals");
+        cr_assert(get(t, "noise_floor_max_mnats")->valuedouble > 10.0, "the oracle's noise is not zero here");
+        if (planted) {
+            cr_assert_eq(get(t, "failed")->valuedouble, 3);
+            cr_assert_eq(get(t, "within_noise")->valuedouble, 0);
+            cr_assert_eq(get(t, "within_noise_gaps")->valuedouble, 0);
+            cr_assert_gt(get(t, "beyond_noise_gaps")->valuedouble, 10);
+            cr_assert_gt(get(t, "max_gap_mnats")->valuedouble, 5000.0);
+        } else {
+            cr_assert_eq(get(t, "failed")->valuedouble, 0);
+            cr_assert_eq(get(t, "beyond_noise_gaps")->valuedouble, 0);
+        }
+        cJSON_Delete(r);
+        unlink(e.R);
+    }
+    teardown(&e);
+}
