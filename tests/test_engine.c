@@ -1044,6 +1044,49 @@ Test(errors, bad_settings_and_files)
     unlink(path);
 }
 
+/* A planted error must plant what it says or be refused: a malformed value,
+ * a tensor the model lacks, a row out of range. One on output.weight row 7
+ * doubles logit 7 at every position and leaves every other logit's bits. */
+Test(errors, a_planted_error_plants_what_it_names_or_is_refused)
+{
+    spec sp = tiny_f32();
+    const char *path = make_model(&sp);
+    vt_runner_settings s = settings_for(path);
+    vt_error err;
+    const char *bad[] = { "x", "blk.0.ffn_down.weight", "blk.0.ffn_down.weight:3", "blk.0.ffn_down.weight:3:",
+                          "blk.0.ffn_down.weight:-1:2", "blk.0.ffn_down.weight:3:1", "blk.0.ffn_down.weight:3:nan",
+                          "blk.0.ffn_down.weight:3:2x", ":3:2", "blk.0.ffn_down.weight: 3:2",
+                          "blk.9.ffn_down.weight:3:2", "blk.0.ffn_down.weight:100000:2" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("VT_ENGINE_PLANT", bad[i], 1);
+        vt_error_clear(&err);
+        cr_assert_null(vt_qwen3_open(&s, &err), "%s", bad[i]);
+        cr_assert_eq(err.code, VT_EINPUT, "%s", bad[i]);
+        cr_assert(strstr(err.msg, "VT_ENGINE_PLANT"), "%s: %s", bad[i], err.msg);
+    }
+    int32_t tok[N_TOK];
+    prompt(tok, N_TOK, sp.n_vocab, 3);
+    unsetenv("VT_ENGINE_PLANT");
+    float *base = run_settings(&s, tok, N_TOK);
+    setenv("VT_ENGINE_PLANT", "output.weight:7:2", 1);
+    vt_qwen3 *m = open_ok(&s);
+    cr_assert(strstr(vt_qwen3_detail(m), " plant=output.weight:7:2"), "%s", vt_qwen3_detail(m));
+    vt_qwen3_close(m);
+    float *planted = run_settings(&s, tok, N_TOK);
+    unsetenv("VT_ENGINE_PLANT");
+    for (int t = 0; t < N_TOK; t++)
+        for (int v = 0; v < sp.n_vocab; v++) {
+            float b = base[(size_t)t * sp.n_vocab + v], p = planted[(size_t)t * sp.n_vocab + v];
+            if (v == 7)
+                cr_assert_eq(p, 2.0f * b, "token %d: logit %g planted %g", t, (double)b, (double)p);
+            else
+                cr_assert_eq(p, b, "token %d, logit %d", t, v);
+        }
+    free(base);
+    free(planted);
+    unlink(path);
+}
+
 /* ---------------------------------------------------------------------
  * The runner table
  * --------------------------------------------------------------------- */
