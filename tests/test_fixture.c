@@ -408,6 +408,104 @@ Test(qwen3_fixture, llama_cpp_loads_and_runs_tiny_models)
     }
 }
 
+/* Fixtures that look like real models: the Q4_K_M mix puts attn_v, ffn_down
+ * and the head in Q6_K and every other matrix in Q4_K (the embedding too
+ * when the head is tied to it); outlier channels get a gain of 16 in the
+ * norms before attention and FFN, and only there; both are recorded in the
+ * file, deterministic, and llama.cpp runs the result. */
+Test(qwen3_fixture, the_q4_k_m_mix_and_outlier_channels)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_ggml *g = vt_ggml_open(NULL, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    const char *paths[4];
+    for (int k = 0; k < 4; k++) {
+        vt_qwen3_fixture_opts o;
+        memset(&o, 0, sizeof o);
+        cr_assert(vt_qwen3_preset("tiny", &o.shape));
+        o.shape.tied = k == 3;
+        o.weights_type = VT_TYPE_Q4_K;
+        o.mix = k == 0 ? VT_MIX_UNIFORM : VT_MIX_Q4_K_M;
+        o.outlier_channels = k == 0 ? 0 : 4;
+        o.seed = 1;
+        o.vocab_path = QWEN_VOCAB;
+        o.n_threads = k == 2 ? 1 : 0;
+        char name[32];
+        snprintf(name, sizeof name, "mix-%d.gguf", k);
+        paths[k] = tmp_path(name);
+        cr_assert_eq(vt_fixture_make_qwen3(g, &o, paths[k], &err), VT_OK, "%s", err.msg);
+    }
+    cr_assert(same_bytes(paths[1], paths[2]), "the bytes do not depend on the thread count");
+    vt_gguf *plain = vt_gguf_open(paths[0], &err), *mix = vt_gguf_open(paths[1], &err),
+            *tied = vt_gguf_open(paths[3], &err);
+    cr_assert(plain && mix && tied, "%s", err.msg);
+    vt_gguf_str s;
+    cr_assert(vt_gguf_get_str(mix, "vt.fixture.weights", &s) && s.len == 6 && !memcmp(s.ptr, "Q4_K_M", 6));
+    cr_assert_eq(get_u64(mix, "vt.fixture.outlier_channels"), 4u);
+    cr_assert_eq(get_u64(mix, "general.file_type"), 15u, "LLAMA_FTYPE_MOSTLY_Q4_K_M");
+    cr_assert_lt(vt_gguf_find_key(plain, "vt.fixture.outlier_channels"), 0);
+    expect_tensor(mix, "token_embd.weight", VT_TYPE_Q4_K, 256, 1280);
+    expect_tensor(mix, "output.weight", VT_TYPE_Q6_K, 256, 1280);
+    expect_tensor(tied, "token_embd.weight", VT_TYPE_Q6_K, 256, 1280);
+    cr_assert_null(vt_gguf_find_tensor(tied, "output.weight"));
+    for (int il = 0; il < 2; il++) {
+        char n[64];
+#define T(suffix) (snprintf(n, sizeof n, "blk.%d." suffix ".weight", il), n)
+        expect_tensor(mix, T("attn_q"), VT_TYPE_Q4_K, 256, 256);
+        expect_tensor(mix, T("attn_k"), VT_TYPE_Q4_K, 256, 128);
+        expect_tensor(mix, T("attn_v"), VT_TYPE_Q6_K, 256, 128);
+        expect_tensor(mix, T("attn_output"), VT_TYPE_Q4_K, 256, 256);
+        expect_tensor(mix, T("ffn_gate"), VT_TYPE_Q4_K, 256, 512);
+        expect_tensor(mix, T("ffn_up"), VT_TYPE_Q4_K, 256, 512);
+        expect_tensor(mix, T("ffn_down"), VT_TYPE_Q6_K, 512, 256);
+#undef T
+        /* The norms: the same draw, times 16 on exactly four channels of
+         * attn_norm and ffn_norm; q/k norms untouched. */
+        const char *norms[3] = { "attn_norm", "ffn_norm", "attn_q_norm" };
+        for (int k = 0; k < 3; k++) {
+            snprintf(n, sizeof n, "blk.%d.%s.weight", il, norms[k]);
+            const vt_gguf_tensor *a = vt_gguf_find_tensor(plain, n), *b = vt_gguf_find_tensor(mix, n);
+            cr_assert(a && b && a->ne[0] == b->ne[0], "%s", n);
+            const float *x = a->data, *y = b->data;
+            int gained = 0;
+            for (int64_t c = 0; c < a->ne[0]; c++) {
+                if (y[c] == x[c] * 16.0f)
+                    gained++;
+                else
+                    cr_assert_eq(y[c], x[c], "%s channel %lld", n, (long long)c);
+            }
+            cr_assert_eq(gained, k < 2 ? 4 : 0, "%s: %d channels with the gain", n, gained);
+        }
+    }
+    const vt_gguf_tensor *on = vt_gguf_find_tensor(mix, "output_norm.weight"),
+                         *op = vt_gguf_find_tensor(plain, "output_norm.weight");
+    cr_assert_eq(memcmp(on->data, op->data, (size_t)on->n_bytes), 0, "the output norm has no outliers");
+    vt_gguf_free(plain);
+    vt_gguf_free(mix);
+    vt_gguf_free(tied);
+    /* What the mix refuses. */
+    vt_qwen3_fixture_opts o;
+    memset(&o, 0, sizeof o);
+    cr_assert(vt_qwen3_preset("tiny", &o.shape));
+    o.weights_type = VT_TYPE_Q8_0;
+    o.mix = VT_MIX_Q4_K_M;
+    o.vocab_path = QWEN_VOCAB;
+    char *bad = tmp_path("mix-bad.gguf");
+    cr_assert_eq(vt_fixture_make_qwen3(g, &o, bad, &err), VT_EINPUT);
+    o.weights_type = VT_TYPE_Q4_K;
+    o.mix = VT_MIX_UNIFORM;
+    o.outlier_channels = 65;
+    cr_assert_eq(vt_fixture_make_qwen3(g, &o, bad, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, "outlier"), "%s", err.msg);
+    cr_assert(!vt_test_exists(bad), "nothing left on disk");
+    vt_ggml_free(g);
+    for (int k = 1; k < 4; k += 2) {
+        double top1 = run_llama(paths[k]);
+        cr_assert(top1 > 0.2 && top1 < 0.95, "%s: mean top-1 probability %.3f", paths[k], top1);
+    }
+}
+
 /* ---- the command line ---- */
 
 /* Runs vt with args; returns the exit status, stdout+stderr in out. */
@@ -490,6 +588,11 @@ Test(qwen3_fixture, cli_bad_options_exit_2_with_one_line)
         { "--preset codecs --weights Q4_K -o X", "--weights" },
         { "--preset codecs --arch qwen3 -o X", "--arch" },
         { "--preset codecs --cols 100 -o X", "--cols" },
+        { "--preset tiny --outlier-channels 65 -o X", "--outlier-channels" },
+        { "--preset tiny --outlier-channels -1 -o X", "--outlier-channels" },
+        { "--preset tiny --outlier-channels 2x -o X", "--outlier-channels" },
+        { "--preset codecs --outlier-channels 2 -o X", "--outlier-channels" },
+        { "--preset tiny --weights Q4_K_S -o X", "--weights" },
     };
     expect_bad_options(cases, sizeof cases / sizeof cases[0], "");
 }

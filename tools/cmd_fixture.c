@@ -10,10 +10,12 @@
 
 static const char usage_text[] =
     "usage: vt fixture make --preset codecs [--rows N] [--cols N] [--seed S] -o OUT.gguf\n"
-    "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE]\n"
-    "                       [--seed S] [--tied|--untied] [--vocab FILE] [--threads N] -o OUT.gguf\n"
-    "       vt fixture make --arch qwen35 --preset tiny|bench-0.8b [--weights TYPE]\n"
-    "                       [--seed S] [--tied|--untied] [--vocab FILE] [--threads N] -o OUT.gguf\n"
+    "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE|Q4_K_M]\n"
+    "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
+    "                       [--threads N] -o OUT.gguf\n"
+    "       vt fixture make --arch qwen35 --preset tiny|bench-0.8b [--weights TYPE|Q4_K_M]\n"
+    "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
+    "                       [--threads N] -o OUT.gguf\n"
     "\n"
     "codecs: one tensor per codec, random rows quantized by ggml's own quantizer,\n"
     "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n"
@@ -22,6 +24,11 @@ static const char usage_text[] =
     "deterministic random weights (norms F32; embedding, output head and every\n"
     "matrix in TYPE, quantized by ggml's own quantizer). Defaults: --weights F32\n"
     "--seed 1, --threads 0 (one per CPU; the output does not depend on it).\n"
+    "--weights Q4_K_M mixes types as llama.cpp's Q4_K_M: attn_v, ffn_down and the output\n"
+    "head (the embedding when tied) in Q6_K, every other matrix in Q4_K.\n"
+    "--outlier-channels N (0..64, default 0): N channels of the hidden state get a gain of\n"
+    "16 in the norms before attention and FFN, so the activations the matrices see have\n"
+    "a few channels of much larger magnitude, as real models' do.\n"
     "  tiny        2 layers, hidden 256, 4/2 heads of 64, FFN 512, vocabulary cut to\n"
     "              1280 tokens (bytes + first 1021 merges + specials), separate head\n"
     "  small       4 layers, hidden 512, 8/4 heads of 64, FFN 1536, full vocabulary,\n"
@@ -65,9 +72,9 @@ int vt_cmd_fixture(int argc, char **argv)
         return 2;
     }
     const char *preset = NULL, *out = NULL, *arch = NULL, *weights = NULL, *vocab = NULL;
-    int64_t rows = 8, cols = 512, threads = 0;
+    int64_t rows = 8, cols = 512, threads = 0, outliers = 0;
     int tied = -1; /* -1: the preset's choice */
-    int rows_set = 0, cols_set = 0, threads_set = 0;
+    int rows_set = 0, cols_set = 0, threads_set = 0, outliers_set = 0;
     uint64_t seed = 1;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -83,13 +90,14 @@ int vt_cmd_fixture(int argc, char **argv)
             continue;
         }
         static const char *const valued[] = { "--preset", "-o", "--out", "--rows", "--cols", "--seed",
-                                              "--arch", "--weights", "--vocab", "--threads" };
+                                              "--arch", "--weights", "--vocab", "--threads",
+                                              "--outlier-channels" };
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= strcmp(a, valued[k]) == 0;
         if (!known)
             return bad(a, NULL, "one of --preset, --arch, --weights, --seed, --tied, --untied, --vocab, "
-                       "--threads, --rows, --cols, -o");
+                       "--threads, --outlier-channels, --rows, --cols, -o");
         if (i + 1 >= argc)
             return bad(a, NULL, "a value");
         const char *v = argv[++i];
@@ -111,6 +119,10 @@ int vt_cmd_fixture(int argc, char **argv)
             if (!vt_parse_i64(v, 256, 65536, &cols) || cols % 256)
                 return bad(a, v, "a multiple of 256 in 256..65536");
             cols_set = 1;
+        } else if (strcmp(a, "--outlier-channels") == 0) {
+            if (!vt_parse_i64(v, 0, VT_FIXTURE_MAX_OUTLIERS, &outliers))
+                return bad(a, v, "an integer 0..64");
+            outliers_set = 1;
         } else if (strcmp(a, "--threads") == 0) {
             if (!vt_parse_i64(v, 0, 64, &threads))
                 return bad(a, v, "an integer 0..64 (0: one per CPU)");
@@ -129,9 +141,9 @@ int vt_cmd_fixture(int argc, char **argv)
     if (strcmp(preset, "codecs") == 0) {
         if (arch)
             return bad("--arch", arch, "no --arch with --preset codecs");
-        if (weights || vocab || tied >= 0 || threads_set)
+        if (weights || vocab || tied >= 0 || threads_set || outliers_set)
             return bad(weights ? "--weights" : vocab ? "--vocab" : tied >= 0 ? (tied ? "--tied" : "--untied")
-                                                                              : "--threads",
+                                                     : threads_set ? "--threads" : "--outlier-channels",
                        NULL, "a model preset (qwen3: tiny, small, bench-0.6b; qwen35: tiny, bench-0.8b), "
                        "not codecs");
         vt_ggml *g = vt_ggml_open(NULL, &err);
@@ -157,15 +169,18 @@ int vt_cmd_fixture(int argc, char **argv)
                                               : "codecs, tiny, small or bench-0.6b");
     if (rows_set || cols_set)
         return bad(rows_set ? "--rows" : "--cols", NULL, "--preset codecs (the model presets fix their shapes)");
-    const vt_codec *c = vt_codec_by_name(weights ? weights : "F32");
+    const int q4_k_m = weights && strcmp(weights, "Q4_K_M") == 0;
+    const vt_codec *c = vt_codec_by_name(q4_k_m ? "Q4_K" : weights ? weights : "F32");
     if (!c || !c->decode_f32 || c->type == VT_TYPE_Q8_K)
         return bad("--weights", weights, "a weight codec with a decoder from 'vt codec list' (F32, F16, BF16, "
-                   "Q8_0, Q4_K, Q6_K, IQ4_XS, IQ2_XXS...)");
+                   "Q8_0, Q4_K, Q6_K, IQ4_XS, IQ2_XXS...), or the mix Q4_K_M");
     if (tied >= 0) {
         o3.shape.tied = tied;
         o35.shape.tied = tied;
     }
     o3.weights_type = o35.weights_type = (int)c->type;
+    o3.mix = o35.mix = q4_k_m ? VT_MIX_Q4_K_M : VT_MIX_UNIFORM;
+    o3.outlier_channels = o35.outlier_channels = (int)outliers;
     o3.seed = o35.seed = seed;
     o3.vocab_path = o35.vocab_path = vocab;
     o3.n_threads = o35.n_threads = (int)threads;
