@@ -506,6 +506,7 @@ Test(oom, verify_npm_package)
 
 /* vt agree's comparison, on runners of the test's own (runner.h). */
 #include "compare/agree.h"
+#include "compare/kld_corpus.h"
 
 static int oom_fake_open(const vt_runner_settings *s, void **state, vt_error *err)
 {
@@ -573,6 +574,39 @@ Test(oom, agree_on_two_runners)
     vt_runner *r[2] = { vt_runner_open(&oom_fake_ops, &s, &err), vt_runner_open(&oom_fake_ops, &s, &err) };
     cr_assert(r[0] && r[1], "%s", err.msg);
     cr_assert_gt(each_failure(op_agree, r, "vt_agree_run"), 5);
+    vt_runner_close(r[0]);
+    vt_runner_close(r[1]);
+}
+
+/* vt kld's corpus metrics on two runners: every allocation (the logits of a
+ * chunk, the accumulator's rows) failing in turn gives an error, never a
+ * result made of what was not computed. */
+static int op_kld(void *ctx)
+{
+    vt_runner **r = ctx;
+    static const int32_t text[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+    vt_kld_corpus_result res;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_kld_corpus(r[0], r[1], text, 12, 4, 0, &res, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    if (rc == VT_OK && (res.chunks != 3 || res.m.positions != 6 || res.m.kld_max != 0.0))
+        rc = VT_ECHECK; /* a run that went on after a failure would miscount */
+    return rc;
+}
+
+Test(oom, kld_corpus_on_two_runners)
+{
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "none";
+    s.n_ctx = 16;
+    s.n_batch = 16;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_runner *r[2] = { vt_runner_open(&oom_fake_ops, &s, &err), vt_runner_open(&oom_fake_ops, &s, &err) };
+    cr_assert(r[0] && r[1], "%s", err.msg);
+    cr_assert_gt(each_failure(op_kld, r, "vt_kld_corpus"), 2);
     vt_runner_close(r[0]);
     vt_runner_close(r[1]);
 }
