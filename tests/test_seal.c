@@ -1126,6 +1126,42 @@ Test(seal, verify_catches_the_seal_edited)
     free(orig);
 }
 
+/* A seal whose fields are malformed is bad input (exit 2) naming the field,
+ * never a seal that is quietly not there: archive.size must be an integer
+ * >= 0, the digests 64 lower-case hex digits, the schema vt.seal/1. */
+Test(seal, verify_refuses_a_malformed_seal_naming_the_field)
+{
+    make_tree(P("t"), 0);
+    cr_assert_eq(seal("create '%s' -o '%s'", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    size_t n;
+    char *orig = (char *)read_file(P("x.tar.gz.seal.json"), &n);
+    static const struct {
+        const char *key, *value, *field;
+    } cases[] = {
+        { "\"size\": ", "-1", "archive.size" },
+        { "\"size\": ", "1.5", "archive.size" },
+        { "\"size\": ", "\"12\"", "archive.size" },
+        { "\"size\": ", "1e300", "archive.size" },
+        { "\"sha256\": ", "\"ABC\"", "archive.sha256" },
+        { "\"schema\": ", "\"vt.seal/9\"", "schema" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *at = strstr(orig, cases[i].key);
+        cr_assert_not_null(at, "%s", cases[i].key);
+        at += strlen(cases[i].key);
+        size_t end = (size_t)(at - orig) + strcspn(at, ",\n}");
+        char buf[8192];
+        cr_assert_lt(n + 64, sizeof buf);
+        int len = snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - orig), orig, cases[i].value, orig + end);
+        write_file(P("x.tar.gz.seal.json"), buf, (size_t)len);
+        cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 2, "%s = %s: %s", cases[i].field, cases[i].value, err_text());
+        assert_err_has(cases[i].field);
+    }
+    write_file(P("x.tar.gz.seal.json"), orig, n);
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 0, "%s", err_text());
+    free(orig);
+}
+
 /* The seal, the attestation and the manifest are read as strict JSON
  * (common/vt_json.h): cJSON alone would take "vt.seal/1\u0000x" as the
  * schema and ignore whatever follows the document. */
