@@ -203,6 +203,9 @@ int vt_op_check_one(vt_ggml *q, vt_ggml_mm *mm, vt_op_engine_fn engine, int type
         if (fabs((double)yg[i]) > res->max_abs_ref)
             res->max_abs_ref = fabs((double)yg[i]);
     }
+    const float scale = (float)res->max_abs_ref;
+    const double ulp = isfinite(scale) && scale > 0.0f ? (double)nextafterf(scale, INFINITY) - (double)scale : 0.0;
+    res->max_ulp_of_scale = res->max_abs == 0.0 ? 0.0 : ulp > 0.0 ? res->max_abs / ulp : INFINITY;
 out:
     free(wq);
     free(ye);

@@ -62,6 +62,11 @@ typedef struct vt_op_result {
                              number counts UINT64_MAX */
     double max_abs;       /* largest |engine - ggml| */
     double max_abs_ref;   /* largest |ggml| (the scale of max_abs) */
+    /* max_abs in units in the last place of max_abs_ref: the error against
+     * the scale of the products. A sum that cancels to near zero has a huge
+     * distance in ULP of its own value (max_ulp) for a rounding difference of
+     * its large terms; this measure is what a float type's bound is on. */
+    double max_ulp_of_scale;
 } vt_op_result;
 
 /* Distance of two floats in units in the last place, counted along the

@@ -126,6 +126,39 @@ Test(op, an_engine_one_ulp_off_is_caught, .init = open_oracles, .fini = close_or
     cr_assert_eq(r.identical, r.dots - 1);
     cr_assert_eq(r.max_ulp, 1);
     cr_assert_gt(r.max_abs, 0.0);
+    cr_assert(r.max_ulp_of_scale > 0.0 && r.max_ulp_of_scale <= 1.0, "%g", r.max_ulp_of_scale);
+}
+
+/* The float types' measure: their products differ from ggml's by rounding
+ * only (measured: at most 3 ULP of the largest product, 8 is the gate), and
+ * an engine 1e-5 off in one product is far outside it. */
+static int off_by_1e5(int type, const void *wq, int64_t rows, int64_t cols, const float *xs, int64_t n_tok,
+                      vt_matmul_mode mode, int n_threads, float *y, vt_error *err)
+{
+    int rc = vt_engine_matmul(type, wq, rows, cols, xs, n_tok, mode, n_threads, y, err);
+    float m = 0.0f;
+    int64_t at = 0;
+    for (int64_t i = 0; i < rows * n_tok; i++)
+        if (fabsf(y[i]) > m) {
+            m = fabsf(y[i]);
+            at = i;
+        }
+    y[at] *= 1.00001f;
+    return rc;
+}
+
+Test(op, float_types_are_within_rounding_and_a_real_error_is_not, .init = open_oracles, .fini = close_oracles)
+{
+    const int types[] = { VT_TYPE_F32, VT_TYPE_F16, VT_TYPE_BF16 };
+    for (size_t ti = 0; ti < 3; ti++)
+        for (int64_t n = 1; n <= BATCH; n += BATCH - 1) {
+            vt_op_result r = check(types[ti], VT_OP_ROWS_RANDOM, n, vt_engine_matmul);
+            cr_assert_leq(r.max_ulp_of_scale, 8.0, "%s, %lld tokens: %g ULP of the scale",
+                          vt_codec_by_type(types[ti])->name, (long long)n, r.max_ulp_of_scale);
+            r = check(types[ti], VT_OP_ROWS_RANDOM, n, off_by_1e5);
+            cr_assert_gt(r.max_ulp_of_scale, 40.0, "%s: a 1e-5 error is %g ULP of the scale",
+                         vt_codec_by_type(types[ti])->name, r.max_ulp_of_scale);
+        }
 }
 
 /* Where ggml repacks a type (Q4_0 on x86 with AVX2) the check says so, and
