@@ -1126,6 +1126,16 @@ Test(seal, verify_catches_the_seal_edited)
     free(orig);
 }
 
+/* With stdin closed, the first file vt opens gets descriptor 0, which is a
+ * file like any other: create, verify and extract still work. */
+Test(seal, works_with_standard_input_closed)
+{
+    make_tree(P("t"), 0);
+    cr_assert_eq(seal("create '%s' -o '%s' 0<&-", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    cr_assert_eq(seal("verify '%s' 0<&-", P("x.tar.gz")), 0, "%s", err_text());
+    cr_assert_eq(seal("extract '%s' -C '%s' 0<&-", P("x.tar.gz"), P("out")), 0, "%s", err_text());
+}
+
 /* A seal whose fields are malformed is bad input (exit 2) naming the field,
  * never a seal that is quietly not there: archive.size must be an integer
  * >= 0, the digests 64 lower-case hex digits, the schema vt.seal/1. */
