@@ -313,7 +313,10 @@ Test(kld_cli, f32_agrees_and_bad_input_is_refused)
     int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
                         "'%s' kld --model '%s' --corpus '%s' --ctx 64 --chunks 4 --threads 1", VT_BIN, model, corpus);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
-    cr_assert(strstr(out, "4 chunks of 64 (32 scored in each): 128 positions"), "%s", out);
+    cr_assert(strstr(out, "4 chunks of 64 (positions 32..63 scored in each): 128 positions; KV cache: local f32, "
+                          "oracle f32"), "%s", out);
+    cr_assert(strstr(out, "actual-prefix gap of the local argmax under the oracle: max 0.000 milli-nats, 0 positions "
+                          "above 500"), "%s", out);
     cr_assert(strstr(out, "top-1 agreement 1.000000 (128 of 128)"), "%s", out);
     const char *kl = strstr(out, "KL(oracle||local): mean ");
     cr_assert_not_null(kl, "%s", out);
@@ -322,6 +325,28 @@ Test(kld_cli, f32_agrees_and_bad_input_is_refused)
     const char *lr = strstr(out, "ln(PPL(local)/PPL(oracle)) ");
     cr_assert_not_null(lr, "%s", out);
     cr_assert(fabs(atof(lr + strlen("ln(PPL(local)/PPL(oracle)) "))) < 1e-5, "%s", out);
+    /* Long sequences: every position but the first, in buckets; the local
+     * runner's own KV cache dtype changes the local side only. */
+    rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                    "'%s' kld --model '%s' --corpus '%s' --ctx 128 --chunks 1 --context 1 --by-position 50 "
+                    "--local-cache-dtype bf16 --threads 1", VT_BIN, model, corpus);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "(positions 1..127 scored in each): 127 positions; KV cache: local bf16, oracle f32"), "%s",
+              out);
+    const char *tb = strstr(out, "gaps>500\n");
+    cr_assert_not_null(tb, "%s", out);
+    int from[3], to[3];
+    long long rows[3];
+    tb += strlen("gaps>500\n");
+    for (int b = 0; b < 3; b++) {
+        cr_assert_eq(sscanf(tb, "%d %d %lld", &from[b], &to[b], &rows[b]), 3, "%s", out);
+        tb = strchr(tb, '\n') + 1;
+    }
+    cr_assert(from[0] == 1 && to[0] == 51 && from[1] == 51 && to[2] == 128 && rows[0] + rows[1] + rows[2] == 127,
+              "%s", out);
+    cr_assert_eq(*tb, '\0', "three buckets: %s", out);
+    mean = atof(strstr(out, "KL(oracle||local): mean ") + strlen("KL(oracle||local): mean "));
+    cr_assert_gt(mean, 1e-9, "a bf16 KV cache moves the local distributions: %s", out);
     snprintf(bad, sizeof bad, "%s/bad.txt", tmpdir);
     FILE *f = fopen(bad, "wb");
     cr_assert_not_null(f);
@@ -333,6 +358,10 @@ Test(kld_cli, f32_agrees_and_bad_input_is_refused)
         { "--model M --corpus C --local engine --oracle engine", "refused by rule distinct" },
         { "--corpus C", "vt kld: --model '': expected a GGUF file" },
         { "--model M", "vt kld: --corpus '': expected a UTF-8 text file" },
+        { "--model M --corpus C --ctx 64 --context 64", "vt kld: --context 64: expected below --ctx 64" },
+        { "--model M --corpus C --context 0", "vt kld: --context '0': expected an integer in 1..65535" },
+        { "--model M --corpus C --by-position 0", "vt kld: --by-position '0': expected an integer in 1..65536" },
+        { "--model M --corpus C --local-cache-dtype f8", "vt kld: --local-cache-dtype 'f8': expected auto, f32" },
         { "--model M --corpus /nonexistent/c.txt", "/nonexistent/c.txt" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

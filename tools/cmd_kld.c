@@ -17,7 +17,8 @@
 
 static const char usage_text[] =
     "usage: vt kld --model X.gguf --corpus TEXT [--local engine] [--oracle llamacpp]\n"
-    "              [--ctx 512] [--chunks N] [runner options]\n"
+    "              [--ctx 512] [--chunks N] [--context N] [--by-position N]\n"
+    "              [--local-cache-dtype D] [runner options]\n"
     "\n"
     "Both runners teacher-forced on the corpus (a UTF-8 text file, tokenized by the model's\n"
     "vocabulary, special tokens not parsed) in chunks of --ctx tokens (default 512; at most\n"
@@ -25,8 +26,16 @@ static const char usage_text[] =
     "the second half is scored, batched, as llama-perplexity does. Prints each runner's\n"
     "perplexity (with the error of its mean log-likelihood), KL(oracle || local) mean with its\n"
     "error, median, p90, p99, p99.9 and max, top-1 agreement, dp of the text's token (RMS and\n"
-    "max) and the largest |dlogit| and |dlogprob|, all in double precision. A runner compared\n"
-    "with itself is refused (exit 2).\n";
+    "max) and the largest |dlogit| and |dlogprob|, all in double precision, and the largest\n"
+    "actual-prefix gap (the oracle's log-prob of its argmax minus that of the local argmax,\n"
+    "as the near-tie rule measures it) with the count above 500 milli-nats. --context N\n"
+    "scores from position N of each chunk instead of --ctx / 2 (1: every position but the\n"
+    "first, for long sequences); --by-position N adds a table of the same per bucket of N\n"
+    "positions; --local-cache-dtype gives the local runner its own KV cache dtype (the oracle\n"
+    "keeps --cache-dtype). A runner compared with itself is refused (exit 2).\n"
+    "\n"
+    "example: vt kld --model m.gguf --corpus README.md --ctx 2048 --chunks 1 --context 1 \\\n"
+    "             --by-position 256 --local-cache-dtype fp8_e4m3\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {
@@ -39,7 +48,9 @@ int vt_cmd_kld(int argc, char **argv)
     vt_runner_settings s;
     vt_runner_settings_default(&s);
     const char *local_name = "engine", *oracle_name = "llamacpp", *corpus = NULL;
-    int64_t ctx = 512, chunks = 0;
+    int64_t ctx = 512, chunks = 0, context = 0, bucket = 0;
+    vt_cache_dtype local_cache = VT_CACHE_AUTO;
+    int local_cache_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -61,6 +72,16 @@ int vt_cmd_kld(int argc, char **argv)
         else if (strcmp(a, "--ctx") == 0) {
             if (!vt_parse_i64(v, 4, 1 << 16, &ctx))
                 return bad(a, v, "an integer in 4..65536");
+        } else if (strcmp(a, "--context") == 0) {
+            if (!vt_parse_i64(v, 1, (1 << 16) - 1, &context))
+                return bad(a, v, "an integer in 1..65535 (below --ctx)");
+        } else if (strcmp(a, "--by-position") == 0) {
+            if (!vt_parse_i64(v, 1, 1 << 16, &bucket))
+                return bad(a, v, "an integer in 1..65536");
+        } else if (strcmp(a, "--local-cache-dtype") == 0) {
+            if (!vt_cache_dtype_parse(v, &local_cache))
+                return bad(a, v, "auto, f32, bf16 or fp8_e4m3");
+            local_cache_set = 1;
         } else if (strcmp(a, "--chunks") == 0) {
             if (!vt_parse_i64(v, 0, 1 << 20, &chunks))
                 return bad(a, v, "an integer in 0..1048576 (0: every whole chunk)");
@@ -104,20 +125,36 @@ int vt_cmd_kld(int argc, char **argv)
     if (s.n_batch > s.n_ctx)
         s.n_batch = s.n_ctx;
     vt_runner *local = NULL, *oracle = NULL;
-    if (rc == VT_OK && !(local = vt_runner_open(lo, &s, &err)))
+    vt_runner_settings ls = s;
+    if (local_cache_set)
+        ls.cache_dtype = local_cache;
+    if (context >= ctx) {
+        fprintf(stderr, "vt kld: --context %lld: expected below --ctx %lld\n", (long long)context, (long long)ctx);
+        rc = VT_EINPUT;
+        err.code = VT_EINPUT;
+    }
+    if (rc == VT_OK && !(local = vt_runner_open(lo, &ls, &err)))
         rc = err.code ? err.code : VT_EINPUT;
     if (rc == VT_OK && !(oracle = vt_runner_open(oo, &s, &err)))
         rc = err.code ? err.code : VT_EINPUT;
     vt_kld_corpus_result r;
+    memset(&r, 0, sizeof r);
+    vt_kld_corpus_opts ko = { .ctx = (int32_t)ctx, .context = (int32_t)context, .max_chunks = (int32_t)chunks,
+                              .bucket = (int32_t)bucket };
     if (rc == VT_OK)
-        rc = vt_kld_corpus(local, oracle, ids, (int64_t)need, (int32_t)ctx, (int32_t)chunks, &r, &err);
+        rc = vt_kld_corpus_run(local, oracle, ids, (int64_t)need, &ko, &r, &err);
     if (rc) {
-        fprintf(stderr, "vt kld: %s\n", err.msg);
+        if (err.msg[0])
+            fprintf(stderr, "vt kld: %s\n", err.msg);
     } else {
         const vt_nt_metrics *m = &r.m;
-        printf("vt kld: %s, corpus %s: %lld tokens, %d chunks of %d (%d scored in each): %lld positions\n",
-               s.model_path, corpus, (long long)r.tokens, r.chunks, r.ctx, r.ctx - r.ctx / 2,
-               (long long)m->positions);
+        vt_runner_settings rl, ro;
+        vt_runner_resolved(local, &rl);
+        vt_runner_resolved(oracle, &ro);
+        printf("vt kld: %s, corpus %s: %lld tokens, %d chunks of %d (positions %d..%d scored in each): %lld "
+               "positions; KV cache: local %s, oracle %s\n", s.model_path, corpus, (long long)r.tokens, r.chunks,
+               r.ctx, r.context, r.ctx - 1, (long long)m->positions, vt_cache_dtype_name(rl.cache_dtype),
+               vt_cache_dtype_name(ro.cache_dtype));
         printf("perplexity: local (%s) %.6f (mean NLL %.8f +- %.2g), oracle (%s) %.6f (mean NLL %.8f +- %.2g); "
                "ln(PPL(local)/PPL(oracle)) %.3g\n", local_name, r.ppl_local, r.nll_local, r.nll_local_unc,
                oracle_name, r.ppl_oracle, r.nll_oracle, r.nll_oracle_unc, r.nll_local - r.nll_oracle);
@@ -127,7 +164,20 @@ int vt_cmd_kld(int argc, char **argv)
         printf("top-1 agreement %.6f (%lld of %lld); dp of the text's token: RMS %.6g, max %.6g; max |dlogit| %.6g, "
                "max |dlogprob| %.6g\n", m->top1_agreement, (long long)m->same_top, (long long)m->positions, m->rms_dp,
                m->max_abs_dp, m->max_abs_dlogit, m->max_abs_dlogprob);
+        printf("actual-prefix gap of the local argmax under the oracle: max %.3f milli-nats, %lld positions above "
+               "500\n", r.max_gap_mnats, (long long)r.gaps_above);
+        if (r.n_buckets) {
+            printf("%6s %6s %6s %12s %12s %8s %12s %9s\n", "from", "to", "rows", "KLD-mean", "KLD-max", "top1",
+                   "max-gap", "gaps>500");
+            for (int32_t b = 0; b < r.n_buckets; b++) {
+                const vt_kld_bucket *q = &r.buckets[b];
+                printf("%6d %6d %6lld %12.4g %12.4g %8.4f %12.3f %9lld\n", q->from, q->to,
+                       (long long)q->m.positions, q->m.kld_mean, q->m.kld_max, q->m.top1_agreement,
+                       q->max_gap_mnats, (long long)q->gaps_above);
+            }
+        }
     }
+    vt_kld_corpus_result_free(&r);
     vt_runner_close(local);
     vt_runner_close(oracle);
     vt_tokenizer_free(tok);
