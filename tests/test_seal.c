@@ -8,6 +8,8 @@
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
 
+#include <dlfcn.h>
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -1124,6 +1126,70 @@ Test(seal, verify_catches_the_seal_edited)
     free(att);
     free(s);
     free(orig);
+}
+
+/* Injected failures, SQLite style: while fail_rename is set, the rename
+ * calls libvt makes (the test binary links it statically, so its calls bind
+ * to these) fail with EIO; otherwise they pass through to the C library. */
+static int fail_rename;
+
+int rename(const char *from, const char *to)
+{
+    static int (*real)(const char *, const char *);
+    if (fail_rename) {
+        errno = EIO;
+        return -1;
+    }
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "rename");
+    return real(from, to);
+}
+
+int renameat2(int fa, const char *from, int fb, const char *to, unsigned int flags)
+{
+    static int (*real)(int, const char *, int, const char *, unsigned int);
+    if (fail_rename) {
+        errno = EIO;
+        return -1;
+    }
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "renameat2");
+    return real(fa, from, fb, to, flags);
+}
+
+/* Extraction whose final move into place fails (new and existing empty
+ * destinations) is an error naming the destination, leaves no destination
+ * and no temporary tree: never a success with nothing extracted. */
+Test(seal, extract_fails_when_the_tree_cannot_be_moved_into_place)
+{
+    make_tree(P("t"), 0);
+    cr_assert_eq(seal("create '%s' -o '%s'", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    for (int existing = 0; existing < 2; existing++) {
+        if (existing)
+            cr_assert_eq(mkdir(P("out"), 0755), 0);
+        vt_error err;
+        vt_error_clear(&err);
+        vt_seal *s = vt_seal_new();
+        cr_assert_not_null(s);
+        fail_rename = 1;
+        int rc = vt_seal_extract(s, P("x.tar.gz"), P("out"), &err);
+        fail_rename = 0;
+        vt_seal_free(s);
+        cr_assert_eq(rc, VT_EINPUT, "existing %d: rc %d: %s", existing, rc, err.msg);
+        cr_assert(strstr(err.msg, "cannot move the extracted tree into place"), "%s", err.msg);
+        DIR *d = opendir(tmp);
+        cr_assert_not_null(d);
+        struct dirent *e;
+        while ((e = readdir(d)))
+            cr_assert(!strstr(e->d_name, "vt-extract"), "temporary tree left: %s", e->d_name);
+        closedir(d);
+        if (existing) {
+            cr_assert_eq(rmdir(P("out")), 0, "the existing destination is left as it was: empty");
+        } else {
+            cr_assert(!exists(P("out")), "no destination");
+        }
+    }
+    cr_assert_eq(seal("extract '%s' -C '%s'", P("x.tar.gz"), P("out")), 0, "%s", err_text());
 }
 
 /* With stdin closed, the first file vt opens gets descriptor 0, which is a
