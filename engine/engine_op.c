@@ -29,7 +29,7 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
         rc = vt_cpu_start(&c, cols, 0, 0, s.model_path, err);
     if (!rc) {
         vt_mat m = { .data = w, .codec = codec, .rows = rows, .cols = cols,
-                     .row_bytes = row_bytes, .act = vt_act_type_of(type), .plant_row = -1,
+                     .row_bytes = row_bytes, .act = vt_act_type_of(type), .tensor_rows = rows, .plant_row = -1,
                      .plant_scale = 1.0f };
         vt_matmul1(&c, &m, x, n_tok, y, rows);
     }

@@ -519,6 +519,52 @@ static inline __attribute__((always_inline)) float dot_iq4_xs_body(const uint8_t
     return hsum8(acc);
 }
 
+/* Q4_K x Q8_K as llama.cpp computes it on x86 once its CPU backend has
+ * repacked the weight (rows a multiple of 8: eight rows interleaved,
+ * ggml_gemv_q4_K_8x8_q8_K): each row's whole superblock is one exact
+ * integer, sum over the eight sub-blocks of scale * (4-bit values . q8),
+ * and its mins another (sum of min * the sub-block's q8 sum); then
+ * acc = fma(sum, d_w * d_x, acc) and mins = fma(min sum, dmin_w * d_x, mins)
+ * superblock after superblock, and the product is acc - mins. Block: F16 d,
+ * F16 dmin, scales[12] (6-bit scale and min per 32), qs[128]. */
+static inline __attribute__((always_inline)) float dot_q4_k_r8_body(const uint8_t *w, const uint8_t *x,
+                                                                    int64_t nb)
+{
+    float acc = 0.0f, mins = 0.0f;
+    for (int64_t b = 0; b < nb; b++, w += 144, x += 292) {
+        uint16_t dh, mh;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dh, w, 2);
+        memcpy(&mh, w + 2, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const uint8_t *sc = w + 4, *qs = w + 16;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t isum = 0, imin = 0;
+        for (int j = 0; j < 8; j++) {
+            int s, m;
+            if (j < 4) {
+                s = sc[j] & 63;
+                m = sc[j + 4] & 63;
+            } else {
+                s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
+                m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+            }
+            const uint8_t *q = qs + 32 * (j / 2);
+            const int shift = 4 * (j % 2);
+            int32_t dot = 0;
+            for (int l = 0; l < 32; l++)
+                dot += ((q[l] >> shift) & 0xf) * q8[32 * j + l];
+            isum += s * dot;
+            imin += m * (bsums[2 * j] + bsums[2 * j + 1]);
+        }
+        acc = fmaf((float)isum, vt_f16_to_f32(dh) * dx, acc);
+        mins = fmaf((float)imin, vt_f16_to_f32(mh) * dx, mins);
+    }
+    return acc - mins;
+}
+
 #ifdef VT_X86
 #define INT_DOT(name)                                                                              \
     static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
@@ -544,6 +590,7 @@ static inline __attribute__((always_inline)) float dot_iq4_xs_body(const uint8_t
 INT_DOT(dot_q8_0)
 INT_DOT(dot_q6_k)
 INT_DOT(dot_iq4_xs)
+INT_DOT(dot_q4_k_r8)
 #undef INT_DOT
 
 /* One row per weight type that has an integer kernel; the rest take the
@@ -551,18 +598,23 @@ INT_DOT(dot_iq4_xs)
 typedef struct int_kernel {
     vt_act_type act;   /* the activation's block type (Q8_0 or Q8_K) */
     int_dot_fn plain, fma;
+    int repacked;      /* the order of ggml's repacked layout, which it uses when the
+                          tensor's rows are a multiple of 8: only then */
 } int_kernel;
 
 static const int_kernel int_kernels[VT_TYPE_COUNT] = {
     [VT_TYPE_Q8_0] = { VT_ACT_Q8_0, dot_q8_0_c, dot_q8_0_fma },
     [VT_TYPE_Q6_K] = { VT_ACT_Q8_K, dot_q6_k_c, dot_q6_k_fma },
     [VT_TYPE_IQ4_XS] = { VT_ACT_Q8_K, dot_iq4_xs_c, dot_iq4_xs_fma },
+    [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, dot_q4_k_r8_c, dot_q4_k_r8_fma, .repacked = 1 },
 };
 
 static const int_kernel *int_kernel_of(const vt_cpu *c, const vt_mat *w)
 {
     const int t = w->codec->type;
     if (c->matmul != VT_MATMUL_Q8 || t < 0 || t >= VT_TYPE_COUNT || !int_kernels[t].plain)
+        return NULL;
+    if (int_kernels[t].repacked && w->tensor_rows % 8 != 0)
         return NULL;
     return &int_kernels[t];
 }
@@ -1149,6 +1201,7 @@ int vt_load_matrix(const vt_gguf *g, const char *name, int64_t cols, int64_t row
     out->cols = cols;
     out->row_bytes = vt_codec_row_bytes(c, cols);
     out->act = vt_act_type_of(t->type);
+    out->tensor_rows = rows;
     out->plant_row = -1;
     out->plant_scale = 1.0f;
     vt_plant p;

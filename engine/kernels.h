@@ -106,6 +106,8 @@ typedef struct vt_mat {
     int64_t rows, cols;
     size_t row_bytes;
     vt_act_type act; /* vec_dot_type, for Q8 matmul mode */
+    int64_t tensor_rows; /* rows of the whole tensor (vt_mat_rows keeps it): ggml
+                            repacks some types only when it is a multiple of 8 */
     /* A planted error ($VT_ENGINE_PLANT): the products of row plant_row come
      * out scaled by plant_scale, as if that weight row were; -1: none. */
     int64_t plant_row;
