@@ -565,6 +565,75 @@ static inline __attribute__((always_inline)) float dot_q4_k_r8_body(const uint8_
     return acc - mins;
 }
 
+/* Q4_0 and IQ4_NL x Q8_0, 32 4-bit values per block (element j of a block
+ * in the low nibble of byte j, j + 16 in the high nibble of byte j) mapped
+ * to int8 by map: q - 8 for Q4_0, the IQ4_NL table for IQ4_NL. */
+static inline __attribute__((always_inline)) void nibbles_to_int8(const uint8_t *qs, const int8_t *map,
+                                                                  int8_t *v)
+{
+    for (int j = 0; j < 16; j++) {
+        v[j] = map[qs[j] & 0xf];
+        v[j + 16] = map[qs[j] >> 4];
+    }
+}
+
+static const int8_t q4_0_values[16] = { -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7 };
+
+/* ggml's x86 vec_dot_q4_0_q8_0 (the plain layout): the Q8_0 lanes. */
+static inline __attribute__((always_inline)) float dot_q4_0_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 18, x += 34) {
+        uint16_t dw, dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 2);
+        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
+        int8_t v[32];
+        nibbles_to_int8(w + 2, q4_0_values, v);
+        const int8_t *qx = (const int8_t *)(x + 2);
+        for (int m = 0; m < 8; m++) {
+            int32_t lane = 0;
+            for (int k = 4 * m; k < 4 * m + 4; k++)
+                lane += (int32_t)v[k] * qx[k];
+            acc[m] = fmaf(d, (float)lane, acc[m]);
+        }
+    }
+    return hsum8(acc);
+}
+
+/* The repacked layout's order (ggml_gemv_q4_0_8x8_q8_0 and its IQ4_NL
+ * twin): each row's block is one exact integer, acc = fma(sum, d_w * d_x,
+ * acc) block after block. */
+static inline __attribute__((always_inline)) float dot_nib_r8_body(const uint8_t *w, const uint8_t *x, int64_t nb,
+                                                                   const int8_t *map)
+{
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++, w += 18, x += 34) {
+        uint16_t dw, dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 2);
+        int8_t v[32];
+        nibbles_to_int8(w + 2, map, v);
+        const int8_t *qx = (const int8_t *)(x + 2);
+        int32_t sum = 0;
+        for (int k = 0; k < 32; k++)
+            sum += (int32_t)v[k] * qx[k];
+        acc = fmaf((float)sum, vt_f16_to_f32(dw) * vt_f16_to_f32(dx), acc);
+    }
+    return acc;
+}
+
+static inline __attribute__((always_inline)) float dot_q4_0_r8_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_nib_r8_body(w, x, nb, q4_0_values);
+}
+
+static inline __attribute__((always_inline)) float dot_iq4_nl_r8_body(const uint8_t *w, const uint8_t *x,
+                                                                      int64_t nb)
+{
+    return dot_nib_r8_body(w, x, nb, vt_iq4nl_values);
+}
+
 #ifdef VT_X86
 #define INT_DOT(name)                                                                              \
     static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
@@ -591,32 +660,44 @@ INT_DOT(dot_q8_0)
 INT_DOT(dot_q6_k)
 INT_DOT(dot_iq4_xs)
 INT_DOT(dot_q4_k_r8)
+INT_DOT(dot_q4_0)
+INT_DOT(dot_q4_0_r8)
+INT_DOT(dot_iq4_nl_r8)
 #undef INT_DOT
 
 /* One row per weight type that has an integer kernel; the rest take the
  * F32 product of the rounded activation. */
 typedef struct int_kernel {
-    vt_act_type act;   /* the activation's block type (Q8_0 or Q8_K) */
-    int_dot_fn plain, fma;
-    int repacked;      /* the order of ggml's repacked layout, which it uses when the
-                          tensor's rows are a multiple of 8: only then */
+    vt_act_type act;     /* the activation's block type (Q8_0 or Q8_K) */
+    int_dot_fn plain[2]; /* the plain layout's order (portable, FMA build); NULL: none */
+    int_dot_fn r8[2];    /* the order of ggml's repacked layout, which llama.cpp gives a
+                            tensor of this type whose rows are a multiple of 8 on an AVX2
+                            CPU; NULL: ggml does not repack the type */
 } int_kernel;
 
 static const int_kernel int_kernels[VT_TYPE_COUNT] = {
-    [VT_TYPE_Q8_0] = { VT_ACT_Q8_0, dot_q8_0_c, dot_q8_0_fma },
-    [VT_TYPE_Q6_K] = { VT_ACT_Q8_K, dot_q6_k_c, dot_q6_k_fma },
-    [VT_TYPE_IQ4_XS] = { VT_ACT_Q8_K, dot_iq4_xs_c, dot_iq4_xs_fma },
-    [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, dot_q4_k_r8_c, dot_q4_k_r8_fma, .repacked = 1 },
+    [VT_TYPE_Q8_0] = { VT_ACT_Q8_0, { dot_q8_0_c, dot_q8_0_fma }, { NULL, NULL } },
+    [VT_TYPE_Q6_K] = { VT_ACT_Q8_K, { dot_q6_k_c, dot_q6_k_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ4_XS] = { VT_ACT_Q8_K, { dot_iq4_xs_c, dot_iq4_xs_fma }, { NULL, NULL } },
+    [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, { NULL, NULL }, { dot_q4_k_r8_c, dot_q4_k_r8_fma } },
+    [VT_TYPE_Q4_0] = { VT_ACT_Q8_0, { dot_q4_0_c, dot_q4_0_fma }, { dot_q4_0_r8_c, dot_q4_0_r8_fma } },
+    [VT_TYPE_IQ4_NL] = { VT_ACT_Q8_0, { NULL, NULL }, { dot_iq4_nl_r8_c, dot_iq4_nl_r8_fma } },
 };
 
-static const int_kernel *int_kernel_of(const vt_cpu *c, const vt_mat *w)
+/* The kernel pair w's products take, or NULL (the F32 product of the
+ * rounded activation). */
+static const int_dot_fn *int_dot_of(const vt_cpu *c, const vt_mat *w, vt_act_type *act)
 {
     const int t = w->codec->type;
-    if (c->matmul != VT_MATMUL_Q8 || t < 0 || t >= VT_TYPE_COUNT || !int_kernels[t].plain)
+    if (c->matmul != VT_MATMUL_Q8 || t < 0 || t >= VT_TYPE_COUNT)
         return NULL;
-    if (int_kernels[t].repacked && w->tensor_rows % 8 != 0)
+    const int_kernel *k = &int_kernels[t];
+    const int_dot_fn *f = k->r8[0] && w->tensor_rows % 8 == 0 ? k->r8 : k->plain;
+    if (!f[0])
         return NULL;
-    return &int_kernels[t];
+    if (act)
+        *act = k->act;
+    return f;
 }
 
 /* Bytes of one token's activation in the block type act, n elements. */
@@ -773,10 +854,11 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
     const vt_mat *w = t->w;
     const int64_t n = w->cols;
     if (t->xb) {
-        const int_kernel *ik = int_kernel_of(c, w);
-        const int_dot_fn dot = c->k.fma ? ik->fma : ik->plain;
+        vt_act_type act = VT_ACT_F32;
+        const int_dot_fn *f = int_dot_of(c, w, &act);
+        const int_dot_fn dot = f[c->k.fma ? 1 : 0];
         const int64_t nb = n / w->codec->block_elems;
-        const size_t xrow = act_block_row_bytes(ik->act, n);
+        const size_t xrow = act_block_row_bytes(act, n);
         for (int64_t o = r0; o < r1; o++)
             for (int64_t tok = 0; tok < n_tok; tok++)
                 t->y[tok * t->ldy + o] = dot(w->data + (size_t)o * w->row_bytes, t->xb + (size_t)tok * xrow, nb);
@@ -841,7 +923,7 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
         t->x = x;
         return;
     }
-    const int packed = int_kernel_of(c, w) != NULL;
+    const int packed = int_dot_of(c, w, NULL) != NULL;
     for (int j = 0; j < i; j++) {
         const mm_task *u = &job->task[j];
         if (u->w->act == w->act && (u->xb != NULL) == packed) {

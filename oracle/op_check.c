@@ -168,10 +168,10 @@ int vt_op_check_one(vt_ggml *q, vt_ggml_mm *mm, vt_op_engine_fn engine, int type
     res->layout = layout;
     size_t n_out = (size_t)(in->rows * in->n_tok);
     uint8_t *wq = malloc(rb * (size_t)in->rows);
-    float *ye = malloc(n_out * sizeof *ye), *yg = malloc(n_out * sizeof *yg);
+    float *ye = malloc(n_out * sizeof *ye), *yg = malloc(n_out * sizeof *yg), *y1 = malloc(n_out * sizeof *y1);
     float *imatrix = malloc((size_t)in->cols * sizeof *imatrix);
     int rc = VT_OK;
-    if (!wq || !ye || !yg || !imatrix) {
+    if (!wq || !ye || !yg || !y1 || !imatrix) {
         rc = vt_error_set(err, VT_EINPUT, "op check: out of memory");
         goto out;
     }
@@ -183,13 +183,25 @@ int vt_op_check_one(vt_ggml *q, vt_ggml_mm *mm, vt_op_engine_fn engine, int type
     if (!rc)
         rc = vt_ggml_mm_run(mm, type, wq, in->rows, in->cols, in->x, in->n_tok, layout, yg,
                             &res->repacked, err);
+    for (int64_t t = 0; !rc && t < in->n_tok; t++) {
+        int rp;
+        if (in->n_tok == 1)
+            memcpy(y1, yg, (size_t)in->rows * sizeof *y1);
+        else
+            rc = vt_ggml_mm_run(mm, type, wq, in->rows, in->cols, in->x + t * in->cols, 1, layout,
+                                y1 + t * in->rows, &rp, err);
+    }
     if (rc)
         goto out;
     res->dots = (int64_t)n_out;
     for (size_t i = 0; i < n_out; i++) {
-        uint32_t be, bg;
+        uint32_t be, bg, b1;
         memcpy(&be, &ye[i], 4);
         memcpy(&bg, &yg[i], 4);
+        memcpy(&b1, &y1[i], 4);
+        res->identical_single += be == b1;
+        res->oracle_shape_differs += bg != b1;
+        res->identical_either += be == bg || be == b1;
         if (be == bg) {
             res->identical++;
         } else {
@@ -210,6 +222,7 @@ out:
     free(wq);
     free(ye);
     free(yg);
+    free(y1);
     free(imatrix);
     return rc;
 }

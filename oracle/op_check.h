@@ -58,6 +58,14 @@ typedef struct vt_op_result {
     int repacked;         /* ggml repacked the weight (layout REPACK only) */
     int64_t dots;         /* dot products compared: rows x n_tok */
     int64_t identical;    /* bit-identical ones */
+    /* At a batch (n_tok > 1) ggml's result for a token may depend on the
+     * batch (a repacked type's gemm takes full groups of four tokens, other
+     * paths start at other sizes): ggml is also run on each token alone, as
+     * generation runs it. identical_single: the engine's bits equal that
+     * one-token result; oracle_shape_differs: ggml's batched and one-token
+     * results differ (the oracle's own noise); identical_either: the engine
+     * equals one of the two. At one token all three follow identical. */
+    int64_t identical_single, oracle_shape_differs, identical_either;
     uint64_t max_ulp;     /* largest distance in units in the last place; NaN against a
                              number counts UINT64_MAX */
     double max_abs;       /* largest |engine - ggml| */

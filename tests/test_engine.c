@@ -835,15 +835,18 @@ Test(modes, cache_dtypes)
  * product has one summation order, whatever the vector width. */
 Test(modes, every_isa_gives_identical_logits)
 {
-    /* Q8_0, Q6_K and IQ4_XS take the integer block kernels. */
-    spec specs[5] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0), tiny_quant(VT_TYPE_Q6_K),
-                      tiny_quant(VT_TYPE_IQ4_XS) };
-    for (int k = 1; k < 5; k++) {
+    /* Q4_K, Q8_0, Q6_K, IQ4_XS, Q4_0 and IQ4_NL take the integer block
+     * kernels; Q5_K the F32 product. */
+    enum { N_SPECS = 8 };
+    spec specs[N_SPECS] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0),
+                            tiny_quant(VT_TYPE_Q6_K), tiny_quant(VT_TYPE_IQ4_XS), tiny_quant(VT_TYPE_Q4_0),
+                            tiny_quant(VT_TYPE_IQ4_NL), tiny_quant(VT_TYPE_Q5_K) };
+    for (int k = 1; k < N_SPECS; k++) {
         specs[k].n_layer = 1;
         specs[k].random_blocks = 1;
     }
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < N_SPECS; k++) {
         const char *path = make_model(&specs[k]);
         int32_t tok[N_TOK];
         prompt(tok, N_TOK, specs[k].n_vocab, 31);
