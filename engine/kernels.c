@@ -634,6 +634,106 @@ static inline __attribute__((always_inline)) float dot_iq4_nl_r8_body(const uint
     return dot_nib_r8_body(w, x, nb, vt_iq4nl_values);
 }
 
+/* The 5-bit value of element j (0..31) of a Q5_0 / Q5_1 block: a nibble of
+ * qs and bit j of qh. */
+static inline __attribute__((always_inline)) int q5_value(const uint8_t *qs, uint32_t qh, int j)
+{
+    const int nib = j < 16 ? qs[j] & 0xf : qs[j - 16] >> 4;
+    return nib | (int)(((qh >> j) & 1u) << 4);
+}
+
+/* Q5_0 x Q8_0: ggml's x86 vec_dot_q5_0_q8_0, the Q8_0 lanes over value - 16. */
+static inline __attribute__((always_inline)) float dot_q5_0_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 22, x += 34) {
+        uint16_t dw, dx;
+        uint32_t qh;
+        memcpy(&dw, w, 2);
+        memcpy(&qh, w + 2, 4);
+        memcpy(&dx, x, 2);
+        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
+        const int8_t *qx = (const int8_t *)(x + 2);
+        for (int m = 0; m < 8; m++) {
+            int32_t lane = 0;
+            for (int k = 4 * m; k < 4 * m + 4; k++)
+                lane += (q5_value(w + 6, qh, k) - 16) * qx[k];
+            acc[m] = fmaf(d, (float)lane, acc[m]);
+        }
+    }
+    return hsum8(acc);
+}
+
+/* Q4_1 / Q5_1 x Q8_1 (F16 d, F16 s = d * the block's sum, 32 x int8: 36
+ * bytes): ggml's x86 vec_dot_q4_1_q8_1 / q5_1_q8_1: the lanes over the
+ * unsigned values, fma(d_w * d_x, lane, acc), and the mins apart as a float
+ * sum of m_w * s_x block after block; the product is hsum(acc) + that sum. */
+static inline __attribute__((always_inline)) float dot_x_1_body(const uint8_t *w, const uint8_t *x, int64_t nb,
+                                                                int five)
+{
+    float acc[8] = { 0 }, summs = 0.0f;
+    const size_t wb = five ? 24 : 20;
+    for (int64_t b = 0; b < nb; b++, w += wb, x += 36) {
+        uint16_t dw, mw, dx, sx;
+        uint32_t qh = 0;
+        memcpy(&dw, w, 2);
+        memcpy(&mw, w + 2, 2);
+        memcpy(&dx, x, 2);
+        memcpy(&sx, x + 2, 2);
+        if (five)
+            memcpy(&qh, w + 4, 4);
+        const uint8_t *qs = w + (five ? 8 : 4);
+        summs += vt_f16_to_f32(mw) * vt_f16_to_f32(sx);
+        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
+        const int8_t *qx = (const int8_t *)(x + 4);
+        for (int m = 0; m < 8; m++) {
+            int32_t lane = 0;
+            for (int k = 4 * m; k < 4 * m + 4; k++) {
+                const int v = five ? q5_value(qs, qh, k) : (k < 16 ? qs[k] & 0xf : qs[k - 16] >> 4);
+                lane += v * qx[k];
+            }
+            acc[m] = fmaf(d, (float)lane, acc[m]);
+        }
+    }
+    return hsum8(acc) + summs;
+}
+
+static inline __attribute__((always_inline)) float dot_q4_1_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_x_1_body(w, x, nb, 0);
+}
+
+static inline __attribute__((always_inline)) float dot_q5_1_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_x_1_body(w, x, nb, 1);
+}
+
+/* MXFP4 x Q8_0 in the repacked order (ggml_gemv_mxfp4_8x8_q8_0): each block
+ * one exact integer over the doubled E2M1 values, acc = fma(sum, the half
+ * E8M0 scale * d_x, acc). */
+static const int8_t mxfp4_x2_values[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+static inline __attribute__((always_inline)) float dot_mxfp4_r8_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++, w += 17, x += 34) {
+        uint16_t dx;
+        memcpy(&dx, x, 2);
+        const uint8_t e = w[0];
+        uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+        float dw;
+        memcpy(&dw, &bits, 4);
+        int8_t v[32];
+        nibbles_to_int8(w + 1, mxfp4_x2_values, v);
+        const int8_t *qx = (const int8_t *)(x + 2);
+        int32_t sum = 0;
+        for (int k = 0; k < 32; k++)
+            sum += (int32_t)v[k] * qx[k];
+        acc = fmaf((float)sum, dw * vt_f16_to_f32(dx), acc);
+    }
+    return acc;
+}
+
 #ifdef VT_X86
 #define INT_DOT(name)                                                                              \
     static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
@@ -663,6 +763,10 @@ INT_DOT(dot_q4_k_r8)
 INT_DOT(dot_q4_0)
 INT_DOT(dot_q4_0_r8)
 INT_DOT(dot_iq4_nl_r8)
+INT_DOT(dot_q5_0)
+INT_DOT(dot_q4_1)
+INT_DOT(dot_q5_1)
+INT_DOT(dot_mxfp4_r8)
 #undef INT_DOT
 
 /* One row per weight type that has an integer kernel; the rest take the
@@ -682,6 +786,10 @@ static const int_kernel int_kernels[VT_TYPE_COUNT] = {
     [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, { NULL, NULL }, { dot_q4_k_r8_c, dot_q4_k_r8_fma } },
     [VT_TYPE_Q4_0] = { VT_ACT_Q8_0, { dot_q4_0_c, dot_q4_0_fma }, { dot_q4_0_r8_c, dot_q4_0_r8_fma } },
     [VT_TYPE_IQ4_NL] = { VT_ACT_Q8_0, { NULL, NULL }, { dot_iq4_nl_r8_c, dot_iq4_nl_r8_fma } },
+    [VT_TYPE_Q5_0] = { VT_ACT_Q8_0, { dot_q5_0_c, dot_q5_0_fma }, { NULL, NULL } },
+    [VT_TYPE_Q4_1] = { VT_ACT_Q8_1, { dot_q4_1_c, dot_q4_1_fma }, { NULL, NULL } },
+    [VT_TYPE_Q5_1] = { VT_ACT_Q8_1, { dot_q5_1_c, dot_q5_1_fma }, { NULL, NULL } },
+    [VT_TYPE_MXFP4] = { VT_ACT_Q8_0, { NULL, NULL }, { dot_mxfp4_r8_c, dot_mxfp4_r8_fma } },
 };
 
 /* The kernel pair w's products take, or NULL (the F32 product of the
@@ -703,11 +811,29 @@ static const int_dot_fn *int_dot_of(const vt_cpu *c, const vt_mat *w, vt_act_typ
 /* Bytes of one token's activation in the block type act, n elements. */
 static size_t act_block_row_bytes(vt_act_type act, int64_t n)
 {
-    return act == VT_ACT_Q8_0 ? (size_t)(n / 32) * 34 : (size_t)(n / 256) * 292;
+    return act == VT_ACT_Q8_0 ? (size_t)(n / 32) * 34 : act == VT_ACT_Q8_1 ? (size_t)(n / 32) * 36
+                                                                         : (size_t)(n / 256) * 292;
 }
 
 static void act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n)
 {
+    if (act == VT_ACT_Q8_1) {
+        /* As the x86 quantize_row_q8_1: s = F16(d * sum of the quants), d the
+         * F32 amax / 127 before it is stored as F16. */
+        for (int64_t b = 0; b < n / 32; b++, dst += 36) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++)
+                amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+            uint16_t d = q8_0_block(x + b * 32, (int8_t *)(dst + 4));
+            int sum = 0;
+            for (int j = 0; j < 32; j++)
+                sum += ((const int8_t *)(dst + 4))[j];
+            uint16_t sh = vt_f32_to_f16(amax / 127.0f * (float)sum);
+            memcpy(dst, &d, 2);
+            memcpy(dst + 2, &sh, 2);
+        }
+        return;
+    }
     if (act == VT_ACT_Q8_0) {
         for (int64_t b = 0; b < n / 32; b++, dst += 34) {
             uint16_t d = q8_0_block(x + b * 32, (int8_t *)(dst + 2));
