@@ -734,6 +734,235 @@ static inline __attribute__((always_inline)) float dot_mxfp4_r8_body(const uint8
     return acc;
 }
 
+/* 6-bit scale and min of sub-block j (0..7) from the 12 bytes Q4_K and
+ * Q5_K share. */
+static inline __attribute__((always_inline)) void k4_scale_min(const uint8_t *sc, int j, int *s, int *m)
+{
+    if (j < 4) {
+        *s = sc[j] & 63;
+        *m = sc[j + 4] & 63;
+    } else {
+        *s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
+        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+    }
+}
+
+/* Q3_K x Q8_K: ggml's x86 (AVX2) vec_dot_q3_K_q8_K: the lanes by position
+ * over (2 low bits - 4 where the hmask bit is clear) * (6-bit scale - 32),
+ * fma(d_x * d_w, lane, acc). Block: hmask[32], qs[64], scales[12], F16 d. */
+static inline __attribute__((always_inline)) float dot_q3_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 110, x += 292) {
+        const uint8_t *hm = w, *qs = w + 32, *s = w + 96;
+        uint16_t dw;
+        float dx;
+        memcpy(&dw, w + 108, 2);
+        memcpy(&dx, x, 4);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int scale[16];
+        for (int j = 0; j < 16; j++)
+            scale[j] = (((s[j % 8] >> (4 * (j / 8))) & 0xf) | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            const int half = e / 128, plane = (e % 128) / 32, l = e % 32;
+            const int v = ((qs[32 * half + l] >> (2 * plane)) & 3) - ((hm[l] >> (4 * half + plane)) & 1 ? 0 : 4);
+            lane[l / 4] += scale[e / 16] * v * q8[e];
+        }
+        const float d = dx * vt_f16_to_f32(dw);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return hsum8(acc);
+}
+
+/* Q4_K (plain layout) and Q5_K x Q8_K: ggml's x86 (AVX2) vec_dot_q4_K_q8_K
+ * and vec_dot_q5_K_q8_K: the lanes by position over the unsigned values
+ * times their sub-block's 6-bit scale, fma(d_x * d_w, lane, acc); the mins
+ * apart, with dmin = -(d_x * dmin_w): Q4_K in four float lanes (two
+ * sub-blocks' min * q8 sum each, fma) summed as ggml's reduction, Q5_K as
+ * one exact integer per superblock, fma'd into a float sum (the compiler
+ * fuses ggml's summs += dmin * isum). Blocks: F16 d, F16
+ * dmin, scales[12], (Q5_K: qh[32]), qs[128]. */
+static inline __attribute__((always_inline)) float dot_k45_body(const uint8_t *w, const uint8_t *x, int64_t nb,
+                                                                int five)
+{
+    float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
+    const size_t wb = five ? 176 : 144;
+    for (int64_t b = 0; b < nb; b++, w += wb, x += 292) {
+        uint16_t dh, mh;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dh, w, 2);
+        memcpy(&mh, w + 2, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const uint8_t *sc = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int scale[8], min[8];
+        for (int j = 0; j < 8; j++)
+            k4_scale_min(sc, j, &scale[j], &min[j]);
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            const int j = e / 32, l = e % 32;
+            int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
+            if (five)
+                v |= ((qh[l] >> j) & 1) << 4;
+            lane[l / 4] += scale[j] * v * q8[e];
+        }
+        const float d = dx * vt_f16_to_f32(dh), dmin = -(dx * vt_f16_to_f32(mh));
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+        if (five) {
+            int32_t isum = 0;
+            for (int j = 0; j < 8; j++)
+                isum += min[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+            summs = fmaf(dmin, (float)isum, summs); /* ggml's build contracts it to an FMA */
+        } else {
+            for (int i = 0; i < 4; i++) {
+                const int32_t p = min[2 * i] * (bsums[4 * i] + bsums[4 * i + 1]) +
+                                  min[2 * i + 1] * (bsums[4 * i + 2] + bsums[4 * i + 3]);
+                accm[i] = fmaf(dmin, (float)p, accm[i]);
+            }
+        }
+    }
+    if (five)
+        return hsum8(acc) + summs;
+    return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+}
+
+static inline __attribute__((always_inline)) float dot_q4_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_k45_body(w, x, nb, 0);
+}
+
+static inline __attribute__((always_inline)) float dot_q5_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_k45_body(w, x, nb, 1);
+}
+
+/* IQ4_NL and MXFP4 x Q8_0 in the plain layout: ggml's x86 vec_dot_iq4_nl_q8_0
+ * and vec_dot_mxfp4_q8_0 take two blocks at a time into two accumulators
+ * (the lanes by position, fma(d_w * d_x, lane, acc)), add them lane by lane
+ * and sum as hsum_float_8; an odd last block is added as a float (fused). */
+static inline __attribute__((always_inline)) float dot_nib_pair_body(const uint8_t *w, const uint8_t *x, int64_t nb,
+                                                                     const int8_t *map, int mx)
+{
+    float acc[2][8] = { { 0 } }, sumf;
+    const size_t wb = mx ? 17 : 18;
+    int64_t b = 0;
+    for (; b < nb; b++, w += wb, x += 34) {
+        uint16_t dx;
+        memcpy(&dx, x, 2);
+        float dw;
+        if (mx) {
+            uint32_t bits = w[0] < 2 ? 0x00200000u << w[0] : (uint32_t)(w[0] - 1) << 23;
+            memcpy(&dw, &bits, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, w, 2);
+            dw = vt_f16_to_f32(h);
+        }
+        int8_t v[32];
+        nibbles_to_int8(w + (mx ? 1 : 2), map, v);
+        const int8_t *qx = (const int8_t *)(x + 2);
+        const float d = vt_f16_to_f32(dx) * dw;
+        if (b + 1 == nb && nb % 2) {
+            int32_t sum = 0;
+            for (int k = 0; k < 32; k++)
+                sum += (int32_t)v[k] * qx[k];
+            float tail[8];
+            for (int m = 0; m < 8; m++)
+                tail[m] = acc[0][m] + acc[1][m];
+            return fmaf(d, (float)sum, hsum8(tail));
+        }
+        for (int m = 0; m < 8; m++) {
+            int32_t lane = 0;
+            for (int k = 4 * m; k < 4 * m + 4; k++)
+                lane += (int32_t)v[k] * qx[k];
+            acc[b % 2][m] = fmaf(d, (float)lane, acc[b % 2][m]);
+        }
+    }
+    float sum[8];
+    for (int m = 0; m < 8; m++)
+        sum[m] = acc[0][m] + acc[1][m];
+    sumf = hsum8(sum);
+    return sumf;
+}
+
+static inline __attribute__((always_inline)) float dot_iq4_nl_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_nib_pair_body(w, x, nb, vt_iq4nl_values, 0);
+}
+
+static inline __attribute__((always_inline)) float dot_mxfp4_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_nib_pair_body(w, x, nb, mxfp4_x2_values, 1);
+}
+
+/* Q2_K x Q8_K. Block: scales[16] (a 4-bit scale and a 4-bit min per 16
+ * elements), qs[64] (2 bits each), F16 d, F16 dmin; element e is bits
+ * 2 * ((e % 128) / 32) of qs[32 * (e / 128) + e % 32].
+ * Plain layout (ggml's x86 vec_dot_q2_K_q8_K): per superblock first
+ * acc = fma(-(d_x * dmin_w), lane of mins * q8 sums, acc) (lane m: the 16-sums
+ * 2m and 2m + 1), then acc = fma(d_x * d_w, lane by position, acc).
+ * Repacked (ggml_gemv_q2_K_8x8_q8_K, AVX-512 CPUs): the Q4_K repacked form,
+ * one exact integer per row for the values and one for the mins. */
+static inline __attribute__((always_inline)) int q2_value(const uint8_t *qs, int e)
+{
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+static inline __attribute__((always_inline)) float dot_q2_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 84, x += 292) {
+        const uint8_t *sc = w, *qs = w + 16;
+        uint16_t dh, mh;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dh, w + 80, 2);
+        memcpy(&mh, w + 82, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        const float d = dx * vt_f16_to_f32(dh), dmin = -(dx * vt_f16_to_f32(mh));
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(dmin, (float)((sc[2 * m] >> 4) * bsums[2 * m] + (sc[2 * m + 1] >> 4) * bsums[2 * m + 1]),
+                          acc[m]);
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++)
+            lane[(e % 32) / 4] += (sc[e / 16] & 0xf) * q2_value(qs, e) * q8[e];
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return hsum8(acc);
+}
+
+static inline __attribute__((always_inline)) float dot_q2_k_r8_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc = 0.0f, mins = 0.0f;
+    for (int64_t b = 0; b < nb; b++, w += 84, x += 292) {
+        const uint8_t *sc = w, *qs = w + 16;
+        uint16_t dh, mh;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dh, w + 80, 2);
+        memcpy(&mh, w + 82, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t isum = 0, imin = 0;
+        for (int e = 0; e < 256; e++)
+            isum += (sc[e / 16] & 0xf) * q2_value(qs, e) * q8[e];
+        for (int g = 0; g < 16; g++)
+            imin += (sc[g] >> 4) * bsums[g];
+        acc = fmaf((float)isum, vt_f16_to_f32(dh) * dx, acc);
+        mins = fmaf((float)imin, vt_f16_to_f32(mh) * dx, mins);
+    }
+    return acc - mins;
+}
+
 #ifdef VT_X86
 #define INT_DOT(name)                                                                              \
     static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
@@ -767,6 +996,13 @@ INT_DOT(dot_q5_0)
 INT_DOT(dot_q4_1)
 INT_DOT(dot_q5_1)
 INT_DOT(dot_mxfp4_r8)
+INT_DOT(dot_q3_k)
+INT_DOT(dot_q4_k)
+INT_DOT(dot_q5_k)
+INT_DOT(dot_iq4_nl)
+INT_DOT(dot_mxfp4)
+INT_DOT(dot_q2_k)
+INT_DOT(dot_q2_k_r8)
 #undef INT_DOT
 
 /* One row per weight type that has an integer kernel; the rest take the
@@ -783,13 +1019,16 @@ static const int_kernel int_kernels[VT_TYPE_COUNT] = {
     [VT_TYPE_Q8_0] = { VT_ACT_Q8_0, { dot_q8_0_c, dot_q8_0_fma }, { NULL, NULL } },
     [VT_TYPE_Q6_K] = { VT_ACT_Q8_K, { dot_q6_k_c, dot_q6_k_fma }, { NULL, NULL } },
     [VT_TYPE_IQ4_XS] = { VT_ACT_Q8_K, { dot_iq4_xs_c, dot_iq4_xs_fma }, { NULL, NULL } },
-    [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, { NULL, NULL }, { dot_q4_k_r8_c, dot_q4_k_r8_fma } },
+    [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, { dot_q4_k_c, dot_q4_k_fma }, { dot_q4_k_r8_c, dot_q4_k_r8_fma } },
+    [VT_TYPE_Q3_K] = { VT_ACT_Q8_K, { dot_q3_k_c, dot_q3_k_fma }, { NULL, NULL } },
+    [VT_TYPE_Q2_K] = { VT_ACT_Q8_K, { dot_q2_k_c, dot_q2_k_fma }, { dot_q2_k_r8_c, dot_q2_k_r8_fma } },
+    [VT_TYPE_Q5_K] = { VT_ACT_Q8_K, { dot_q5_k_c, dot_q5_k_fma }, { NULL, NULL } },
     [VT_TYPE_Q4_0] = { VT_ACT_Q8_0, { dot_q4_0_c, dot_q4_0_fma }, { dot_q4_0_r8_c, dot_q4_0_r8_fma } },
-    [VT_TYPE_IQ4_NL] = { VT_ACT_Q8_0, { NULL, NULL }, { dot_iq4_nl_r8_c, dot_iq4_nl_r8_fma } },
+    [VT_TYPE_IQ4_NL] = { VT_ACT_Q8_0, { dot_iq4_nl_c, dot_iq4_nl_fma }, { dot_iq4_nl_r8_c, dot_iq4_nl_r8_fma } },
     [VT_TYPE_Q5_0] = { VT_ACT_Q8_0, { dot_q5_0_c, dot_q5_0_fma }, { NULL, NULL } },
     [VT_TYPE_Q4_1] = { VT_ACT_Q8_1, { dot_q4_1_c, dot_q4_1_fma }, { NULL, NULL } },
     [VT_TYPE_Q5_1] = { VT_ACT_Q8_1, { dot_q5_1_c, dot_q5_1_fma }, { NULL, NULL } },
-    [VT_TYPE_MXFP4] = { VT_ACT_Q8_0, { NULL, NULL }, { dot_mxfp4_r8_c, dot_mxfp4_r8_fma } },
+    [VT_TYPE_MXFP4] = { VT_ACT_Q8_0, { dot_mxfp4_c, dot_mxfp4_fma }, { dot_mxfp4_r8_c, dot_mxfp4_r8_fma } },
 };
 
 /* The kernel pair w's products take, or NULL (the F32 product of the

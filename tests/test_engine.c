@@ -835,12 +835,14 @@ Test(modes, cache_dtypes)
  * product has one summation order, whatever the vector width. */
 Test(modes, every_isa_gives_identical_logits)
 {
-    /* Q4_K, Q8_0, Q6_K, IQ4_XS, Q4_0 and IQ4_NL take the integer block
-     * kernels; Q5_K the F32 product. */
-    enum { N_SPECS = 8 };
+    /* Every integer block kernel (kernels.c, int_kernels), and IQ2_XXS, which
+     * takes the F32 product. */
+    enum { N_SPECS = 15 };
     spec specs[N_SPECS] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0),
                             tiny_quant(VT_TYPE_Q6_K), tiny_quant(VT_TYPE_IQ4_XS), tiny_quant(VT_TYPE_Q4_0),
-                            tiny_quant(VT_TYPE_IQ4_NL), tiny_quant(VT_TYPE_Q5_K) };
+                            tiny_quant(VT_TYPE_IQ4_NL), tiny_quant(VT_TYPE_Q5_K), tiny_quant(VT_TYPE_Q5_0),
+                            tiny_quant(VT_TYPE_Q4_1), tiny_quant(VT_TYPE_Q5_1), tiny_quant(VT_TYPE_MXFP4),
+                            tiny_quant(VT_TYPE_Q3_K), tiny_quant(VT_TYPE_Q2_K), tiny_quant(VT_TYPE_IQ2_XXS) };
     for (int k = 1; k < N_SPECS; k++) {
         specs[k].n_layer = 1;
         specs[k].random_blocks = 1;

@@ -63,21 +63,24 @@ static vt_op_result check(int type, vt_op_rows kind, int64_t n_tok, vt_op_engine
 
 /* The integer kernels the engine follows ggml in: at one token every dot
  * product has ggml's bits, on every row kind, in the layout llama.cpp gives
- * the weight (Q4_0, IQ4_NL and Q4_K repacked on an AVX2 CPU, the others as
- * stored). At a prefill batch every product has the bits of ggml's batched
+ * the weight (Q4_0, IQ4_NL, MXFP4 and Q4_K repacked on an AVX2 CPU, Q2_K on
+ * an AVX-512 one, the others as stored). At a prefill batch every product has the bits of ggml's batched
  * result or of its result for the same token alone: where those two differ
  * (Q4_K's gemm over full groups of four tokens, IQ4_XS from 8 tokens) the
  * oracle itself depends on the batch, and the engine is the one-token one. */
 Test(op, integer_kernels_are_bit_identical_to_ggml, .init = open_oracles, .fini = close_oracles)
 {
     vt_test_model f = vt_test_model_make("qwen3", "F32");
-    const int types[] = { VT_TYPE_Q8_0, VT_TYPE_Q6_K, VT_TYPE_IQ4_XS, VT_TYPE_Q4_K, VT_TYPE_Q4_0, VT_TYPE_IQ4_NL };
+    const int types[] = { VT_TYPE_Q8_0, VT_TYPE_Q6_K, VT_TYPE_IQ4_XS, VT_TYPE_Q4_K, VT_TYPE_Q4_0, VT_TYPE_IQ4_NL,
+                          VT_TYPE_Q5_0, VT_TYPE_Q4_1, VT_TYPE_Q5_1, VT_TYPE_MXFP4, VT_TYPE_Q3_K, VT_TYPE_Q5_K,
+                          VT_TYPE_Q2_K };
     __builtin_cpu_init();
     int64_t shape_differs = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int t = types[ti];
-        const int repacked = (t == VT_TYPE_Q4_K || t == VT_TYPE_Q4_0 || t == VT_TYPE_IQ4_NL) &&
-                             __builtin_cpu_supports("avx2");
+        const int repacked = ((t == VT_TYPE_Q4_K || t == VT_TYPE_Q4_0 || t == VT_TYPE_IQ4_NL || t == VT_TYPE_MXFP4) &&
+                              __builtin_cpu_supports("avx2")) ||
+                             (t == VT_TYPE_Q2_K && __builtin_cpu_supports("avx512f"));
         for (int k = 0; k < VT_OP_ROW_KINDS; k++) {
             if (k == VT_OP_ROWS_FIXTURE) {
                 vt_error err;
