@@ -963,6 +963,302 @@ static inline __attribute__((always_inline)) float dot_q2_k_r8_body(const uint8_
     return acc - mins;
 }
 
+/* TQ2_0 x Q8_K: ggml's x86 (AVX2) vec_dot_tq2_0_q8_K: the lanes by position
+ * over the raw 2-bit values (0..2), each lane then less two of the
+ * activation's 16-element sums (the -1 offset, taken off by lane rather than
+ * by element: the total is the same, the lanes are ggml's), fused
+ * acc = fma(lane, d_x * d_w, acc). Block: qs[64] (element 128 c + 32 f + b
+ * in bits 2f of qs[32 c + b]), F16 d. */
+static inline __attribute__((always_inline)) float dot_tq2_0_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 66, x += 292) {
+        uint16_t dw;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dw, w + 64, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            const int c = e / 128, f = (e % 128) / 32, l = e % 32;
+            lane[l / 4] += ((w[32 * c + l] >> (2 * f)) & 3) * q8[e];
+        }
+        for (int m = 0; m < 8; m++)
+            lane[m] -= bsums[2 * m] + bsums[2 * m + 1];
+        const float d = dx * vt_f16_to_f32(dw);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf((float)lane[m], d, acc[m]);
+    }
+    return hsum8(acc);
+}
+
+/* IQ2_XXS x Q8_K: ggml's x86 (AVX2) vec_dot_iq2_xxs_q8_K: the lanes by
+ * position over grid magnitude * sign * (2 * ls + 1), fma(d_w * d_x, lane,
+ * acc), and the sum times 1/8. Block: F16 d, then per 32 elements four grid
+ * indices and a u32 of four 7-bit sign indices and the 4-bit ls. */
+static inline __attribute__((always_inline)) float dot_iq2_xxs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 66, x += 292) {
+        uint16_t dw;
+        float dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 4);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int g = 0; g < 8; g++) {
+            const uint8_t *q = w + 2 + 8 * g;
+            uint32_t aux;
+            memcpy(&aux, q + 4, 4);
+            const int ls = 2 * (int)(aux >> 28) + 1;
+            for (int l = 0; l < 4; l++) {
+                const uint8_t *grid = vt_iq2xxs_grid[q[l]];
+                const uint8_t signs = vt_iq2_signs[(aux >> (7 * l)) & 127];
+                for (int j = 0; j < 8; j++) {
+                    const int e = 8 * l + j;
+                    const int v = (signs >> j) & 1 ? -(int)grid[j] : (int)grid[j];
+                    lane[e / 4] += ls * v * q8[32 * g + e];
+                }
+            }
+        }
+        const float d = vt_f16_to_f32(dw) * dx;
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return 0.125f * hsum8(acc);
+}
+
+/* IQ2_XS x Q8_K: ggml's x86 (AVX2) vec_dot_iq2_xs_q8_K, as IQ2_XXS but each
+ * 16 elements with its own 4-bit scale (2 s + 1). Block: F16 d, 32 u16 codes
+ * (9-bit grid index, 7-bit sign index), scales[8]. */
+static inline __attribute__((always_inline)) float dot_iq2_xs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 74, x += 292) {
+        uint16_t dw;
+        float dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 4);
+        const uint8_t *scales = w + 66;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int g = 0; g < 8; g++)
+            for (int l = 0; l < 4; l++) {
+                uint16_t code;
+                memcpy(&code, w + 2 + 2 * (4 * g + l), 2);
+                const uint8_t *grid = vt_iq2xs_grid[code & 511];
+                const uint8_t signs = vt_iq2_signs[code >> 9];
+                const int ls = 2 * ((scales[g] >> (4 * (l / 2))) & 0xf) + 1;
+                for (int j = 0; j < 8; j++) {
+                    const int e = 8 * l + j;
+                    const int v = (signs >> j) & 1 ? -(int)grid[j] : (int)grid[j];
+                    lane[e / 4] += ls * v * q8[32 * g + e];
+                }
+            }
+        const float d = vt_f16_to_f32(dw) * dx;
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return 0.125f * hsum8(acc);
+}
+
+/* IQ2_S, IQ3_XXS and IQ3_S x Q8_K, as IQ2_XS: the lanes by position over
+ * grid magnitude * sign * the odd integer scale, fma(d_w * d_x, lane, acc),
+ * the sum times the type's constant (1/8, 1/4, 1). iq_value gives element
+ * e (0..255) of a block and its scale. */
+static inline __attribute__((always_inline)) void iq_value(int type, const uint8_t *w, int e, int *v, int *sc)
+{
+    const int g = e / 32, l = (e % 32) / 8, j = e % 8;
+    int mag, neg;
+    if (type == VT_TYPE_IQ2_S) {
+        const uint8_t *qs = w + 2, *signs = w + 34, *qh = w + 66, *scales = w + 74;
+        const unsigned idx = qs[4 * g + l] | (((unsigned)qh[g] << (8 - 2 * l)) & 0x300u);
+        mag = vt_iq2s_grid[idx][j];
+        neg = (signs[4 * g + l] >> j) & 1;
+        *sc = 2 * ((scales[g] >> (4 * (l / 2))) & 0xf) + 1;
+    } else if (type == VT_TYPE_IQ3_XXS) {
+        const uint8_t *qs = w + 2;
+        uint32_t aux;
+        memcpy(&aux, w + 66 + 4 * g, 4);
+        const uint8_t *q = qs + 8 * g + 2 * l;
+        mag = vt_iq3xxs_grid[q[j / 4]][j % 4];
+        neg = (vt_iq2_signs[(aux >> (7 * l)) & 127] >> j) & 1;
+        *sc = 2 * (int)(aux >> 28) + 1;
+    } else { /* IQ3_S */
+        const uint8_t *qs = w + 2, *qh = w + 66, *signs = w + 74, *scales = w + 106;
+        const unsigned h = qh[g];
+        const uint8_t *q = qs + 8 * g + 2 * l;
+        const unsigned idx = j < 4 ? q[0] | ((h << (8 - 2 * l)) & 256u) : q[1] | ((h << (7 - 2 * l)) & 256u);
+        mag = vt_iq3s_grid[idx][j % 4];
+        neg = (signs[4 * g + l] >> j) & 1;
+        *sc = 2 * ((scales[g / 2] >> (4 * (g % 2))) & 0xf) + 1;
+    }
+    *v = neg ? -mag : mag;
+}
+
+static inline __attribute__((always_inline)) float dot_iq_grid_body(const uint8_t *w, const uint8_t *x, int64_t nb,
+                                                                    int type, size_t wb, float post)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += wb, x += 292) {
+        uint16_t dw;
+        float dx;
+        memcpy(&dw, w, 2);
+        memcpy(&dx, x, 4);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            int v, sc;
+            iq_value(type, w, e, &v, &sc);
+            lane[(e % 32) / 4] += sc * v * q8[e];
+        }
+        const float d = vt_f16_to_f32(dw) * dx;
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+    }
+    return post == 1.0f ? hsum8(acc) : post * hsum8(acc);
+}
+
+static inline __attribute__((always_inline)) float dot_iq2_s_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_iq_grid_body(w, x, nb, VT_TYPE_IQ2_S, 82, 0.125f);
+}
+
+static inline __attribute__((always_inline)) float dot_iq3_xxs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_iq_grid_body(w, x, nb, VT_TYPE_IQ3_XXS, 98, 0.25f);
+}
+
+static inline __attribute__((always_inline)) float dot_iq3_s_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_iq_grid_body(w, x, nb, VT_TYPE_IQ3_S, 110, 1.0f);
+}
+
+/* IQ1_S x Q8_K: ggml's x86 (AVX2) vec_dot_iq1_s_q8_K: the lanes by position
+ * over the grid values (-1, 0, 1) * (2 s + 1), fma(d_x * d_w, lane, acc);
+ * the delta term one exact integer per superblock (the 32-sums of the
+ * activation times the delta's sign and the scale), fma'd into a float sum
+ * (the compiler fuses ggml's accum1 += d * sumi1); the product is
+ * hsum(acc) + delta * that sum. Block: F16 d, qs[32], 8 u16 qh. */
+static inline __attribute__((always_inline)) float dot_iq1_s_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 }, accum1 = 0.0f;
+    for (int64_t b = 0; b < nb; b++, w += 50, x += 292) {
+        uint16_t dw, qh[8];
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dw, w, 2);
+        memcpy(qh, w + 34, sizeof qh);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const uint8_t *qs = w + 2;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 }, sumi1 = 0;
+        for (int g = 0; g < 8; g++) {
+            const int ls = 2 * ((qh[g] >> 12) & 7) + 1;
+            for (int l = 0; l < 4; l++) {
+                const int8_t *grid = vt_iq1s_grid[qs[4 * g + l] | (((qh[g] >> (3 * l)) & 7) << 8)];
+                for (int j = 0; j < 8; j++)
+                    lane[(8 * l + j) / 4] += ls * grid[j] * q8[32 * g + 8 * l + j];
+            }
+            sumi1 += (bsums[2 * g] + bsums[2 * g + 1]) * (qh[g] & 0x8000 ? -1 : 1) * ls;
+        }
+        const float d = dx * vt_f16_to_f32(dw);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lane[m], acc[m]);
+        accum1 = fmaf(d, (float)sumi1, accum1);
+    }
+    return hsum8(acc) + VT_IQ1S_DELTA * accum1;
+}
+
+/* IQ1_M x Q8_K: ggml's x86 (AVX2) vec_dot_iq1_m_q8_K: two sets of lanes by
+ * position, the grid values and the delta signs (each times its 16-element
+ * 3-bit scale, 2 s + 1), each fma(d_x * d, lane, acc) into its own
+ * accumulator; the product is hsum(values) + delta * hsum(deltas). Block:
+ * qs[32], qh[16], 4 u16 scales carrying the F16 super scale in their top
+ * nibbles. */
+static inline __attribute__((always_inline)) float dot_iq1_m_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc1[8] = { 0 }, acc2[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 56, x += 292) {
+        const uint8_t *qs = w, *qh = w + 32;
+        uint16_t sc[4];
+        float dx;
+        memcpy(sc, w + 48, sizeof sc);
+        memcpy(&dx, x, 4);
+        const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
+                                          (sc[3] & 0xf000u));
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane1[8] = { 0 }, lane2[8] = { 0 };
+        for (int g = 0; g < 8; g++) {
+            const unsigned s = sc[g / 2] >> (6 * (g % 2));
+            for (int l = 0; l < 4; l++) {
+                const int ls = 2 * (int)((s >> (3 * (l / 2))) & 7) + 1;
+                const unsigned h = (unsigned)qh[2 * g + l / 2] >> (4 * (l % 2));
+                const int8_t *grid = vt_iq1s_grid[qs[4 * g + l] | ((h & 7u) << 8)];
+                const int delta = (h & 8u) ? -1 : 1;
+                for (int j = 0; j < 8; j++) {
+                    const int e = 8 * l + j, q = q8[32 * g + e];
+                    lane1[e / 4] += ls * grid[j] * q;
+                    lane2[e / 4] += ls * delta * q;
+                }
+            }
+        }
+        const float d = dx * vt_f16_to_f32(dbits);
+        for (int m = 0; m < 8; m++) {
+            acc1[m] = fmaf(d, (float)lane1[m], acc1[m]);
+            acc2[m] = fmaf(d, (float)lane2[m], acc2[m]);
+        }
+    }
+    return hsum8(acc1) + VT_IQ1M_DELTA * hsum8(acc2);
+}
+
+/* TQ1_0 x Q8_K: ggml's x86 (AVX2) vec_dot_tq1_0_q8_K, as TQ2_0 over base-3
+ * digits: element 32 n + m of the first 160 is digit n of qs[m], then
+ * 160 + 16 n + m digit n of qs[32 + m], then 240 + 4 n + j digit n of qh[j]
+ * (each element's lane is still its position in its 32). Block: qs[48],
+ * qh[4], F16 d. */
+static inline __attribute__((always_inline)) int tq1_digit(uint8_t byte, int n)
+{
+    static const uint8_t pow3[5] = { 1, 3, 9, 27, 81 };
+    const uint8_t q = (uint8_t)(byte * pow3[n]);
+    return ((int)q * 3) >> 8;
+}
+
+static inline __attribute__((always_inline)) float dot_tq1_0_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < nb; b++, w += 54, x += 292) {
+        uint16_t dw;
+        float dx;
+        int16_t bsums[16];
+        memcpy(&dw, w + 52, 2);
+        memcpy(&dx, x, 4);
+        memcpy(bsums, x + 260, sizeof bsums);
+        const uint8_t *qs = w, *qh = w + 48;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t lane[8] = { 0 };
+        for (int e = 0; e < 256; e++) {
+            int v;
+            if (e < 160)
+                v = tq1_digit(qs[e % 32], e / 32);
+            else if (e < 240)
+                v = tq1_digit(qs[32 + (e - 160) % 16], (e - 160) / 16);
+            else
+                v = tq1_digit(qh[(e - 240) % 4], (e - 240) / 4);
+            lane[(e % 32) / 4] += v * q8[e];
+        }
+        for (int m = 0; m < 8; m++)
+            lane[m] -= bsums[2 * m] + bsums[2 * m + 1];
+        const float d = dx * vt_f16_to_f32(dw);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf((float)lane[m], d, acc[m]);
+    }
+    return hsum8(acc);
+}
+
 #ifdef VT_X86
 #define INT_DOT(name)                                                                              \
     static float name##_c(const uint8_t *w, const uint8_t *x, int64_t nb)                          \
@@ -1003,6 +1299,15 @@ INT_DOT(dot_iq4_nl)
 INT_DOT(dot_mxfp4)
 INT_DOT(dot_q2_k)
 INT_DOT(dot_q2_k_r8)
+INT_DOT(dot_tq2_0)
+INT_DOT(dot_iq2_xxs)
+INT_DOT(dot_iq2_xs)
+INT_DOT(dot_iq2_s)
+INT_DOT(dot_iq3_xxs)
+INT_DOT(dot_iq3_s)
+INT_DOT(dot_iq1_s)
+INT_DOT(dot_iq1_m)
+INT_DOT(dot_tq1_0)
 #undef INT_DOT
 
 /* One row per weight type that has an integer kernel; the rest take the
@@ -1022,6 +1327,15 @@ static const int_kernel int_kernels[VT_TYPE_COUNT] = {
     [VT_TYPE_Q4_K] = { VT_ACT_Q8_K, { dot_q4_k_c, dot_q4_k_fma }, { dot_q4_k_r8_c, dot_q4_k_r8_fma } },
     [VT_TYPE_Q3_K] = { VT_ACT_Q8_K, { dot_q3_k_c, dot_q3_k_fma }, { NULL, NULL } },
     [VT_TYPE_Q2_K] = { VT_ACT_Q8_K, { dot_q2_k_c, dot_q2_k_fma }, { dot_q2_k_r8_c, dot_q2_k_r8_fma } },
+    [VT_TYPE_TQ2_0] = { VT_ACT_Q8_K, { dot_tq2_0_c, dot_tq2_0_fma }, { NULL, NULL } },
+    [VT_TYPE_TQ1_0] = { VT_ACT_Q8_K, { dot_tq1_0_c, dot_tq1_0_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ2_XXS] = { VT_ACT_Q8_K, { dot_iq2_xxs_c, dot_iq2_xxs_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ2_XS] = { VT_ACT_Q8_K, { dot_iq2_xs_c, dot_iq2_xs_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ2_S] = { VT_ACT_Q8_K, { dot_iq2_s_c, dot_iq2_s_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ3_XXS] = { VT_ACT_Q8_K, { dot_iq3_xxs_c, dot_iq3_xxs_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ3_S] = { VT_ACT_Q8_K, { dot_iq3_s_c, dot_iq3_s_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ1_S] = { VT_ACT_Q8_K, { dot_iq1_s_c, dot_iq1_s_fma }, { NULL, NULL } },
+    [VT_TYPE_IQ1_M] = { VT_ACT_Q8_K, { dot_iq1_m_c, dot_iq1_m_fma }, { NULL, NULL } },
     [VT_TYPE_Q5_K] = { VT_ACT_Q8_K, { dot_q5_k_c, dot_q5_k_fma }, { NULL, NULL } },
     [VT_TYPE_Q4_0] = { VT_ACT_Q8_0, { dot_q4_0_c, dot_q4_0_fma }, { dot_q4_0_r8_c, dot_q4_0_r8_fma } },
     [VT_TYPE_IQ4_NL] = { VT_ACT_Q8_0, { dot_iq4_nl_c, dot_iq4_nl_fma }, { dot_iq4_nl_r8_c, dot_iq4_nl_r8_fma } },

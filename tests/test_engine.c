@@ -835,15 +835,18 @@ Test(modes, cache_dtypes)
  * product has one summation order, whatever the vector width. */
 Test(modes, every_isa_gives_identical_logits)
 {
-    /* Every integer block kernel (kernels.c, int_kernels), and IQ2_XXS, which
-     * takes the F32 product. */
-    enum { N_SPECS = 15 };
-    spec specs[N_SPECS] = { tiny_f32(), tiny_quant(VT_TYPE_Q4_K), tiny_quant(VT_TYPE_Q8_0),
-                            tiny_quant(VT_TYPE_Q6_K), tiny_quant(VT_TYPE_IQ4_XS), tiny_quant(VT_TYPE_Q4_0),
-                            tiny_quant(VT_TYPE_IQ4_NL), tiny_quant(VT_TYPE_Q5_K), tiny_quant(VT_TYPE_Q5_0),
-                            tiny_quant(VT_TYPE_Q4_1), tiny_quant(VT_TYPE_Q5_1), tiny_quant(VT_TYPE_MXFP4),
-                            tiny_quant(VT_TYPE_Q3_K), tiny_quant(VT_TYPE_Q2_K), tiny_quant(VT_TYPE_IQ2_XXS) };
+    /* F32, and every quantized type with an integer block kernel
+     * (kernels.c, int_kernels: all those ggml multiplies). */
+    static const int qtypes[] = { VT_TYPE_Q4_0, VT_TYPE_Q4_1, VT_TYPE_Q5_0, VT_TYPE_Q5_1, VT_TYPE_Q8_0,
+                                  VT_TYPE_Q2_K, VT_TYPE_Q3_K, VT_TYPE_Q4_K, VT_TYPE_Q5_K, VT_TYPE_Q6_K,
+                                  VT_TYPE_IQ2_XXS, VT_TYPE_IQ2_XS, VT_TYPE_IQ2_S, VT_TYPE_IQ3_XXS, VT_TYPE_IQ3_S,
+                                  VT_TYPE_IQ1_S, VT_TYPE_IQ1_M, VT_TYPE_IQ4_NL, VT_TYPE_IQ4_XS, VT_TYPE_TQ1_0,
+                                  VT_TYPE_TQ2_0, VT_TYPE_MXFP4 };
+    enum { N_SPECS = 1 + (int)(sizeof qtypes / sizeof qtypes[0]) };
+    spec specs[N_SPECS];
+    specs[0] = tiny_f32();
     for (int k = 1; k < N_SPECS; k++) {
+        specs[k] = tiny_quant(qtypes[k - 1]);
         specs[k].n_layer = 1;
         specs[k].random_blocks = 1;
     }

@@ -61,7 +61,7 @@ static vt_op_result check(int type, vt_op_rows kind, int64_t n_tok, vt_op_engine
     return r;
 }
 
-/* The integer kernels the engine follows ggml in: at one token every dot
+/* Every integer-block type: at one token every dot
  * product has ggml's bits, on every row kind, in the layout llama.cpp gives
  * the weight (Q4_0, IQ4_NL, MXFP4 and Q4_K repacked on an AVX2 CPU, Q2_K on
  * an AVX-512 one, the others as stored). At a prefill batch every product has the bits of ggml's batched
@@ -71,13 +71,15 @@ static vt_op_result check(int type, vt_op_rows kind, int64_t n_tok, vt_op_engine
 Test(op, integer_kernels_are_bit_identical_to_ggml, .init = open_oracles, .fini = close_oracles)
 {
     vt_test_model f = vt_test_model_make("qwen3", "F32");
-    const int types[] = { VT_TYPE_Q8_0, VT_TYPE_Q6_K, VT_TYPE_IQ4_XS, VT_TYPE_Q4_K, VT_TYPE_Q4_0, VT_TYPE_IQ4_NL,
-                          VT_TYPE_Q5_0, VT_TYPE_Q4_1, VT_TYPE_Q5_1, VT_TYPE_MXFP4, VT_TYPE_Q3_K, VT_TYPE_Q5_K,
-                          VT_TYPE_Q2_K };
+    int types[VT_TYPE_COUNT];
+    const int n_types = vt_op_check_types(types, VT_TYPE_COUNT);
     __builtin_cpu_init();
-    int64_t shape_differs = 0;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    int64_t shape_differs = 0, n_int = 0;
+    for (int ti = 0; ti < n_types; ti++) {
         const int t = types[ti];
+        if (vt_op_check_is_float(t))
+            continue;
+        n_int++;
         const int repacked = ((t == VT_TYPE_Q4_K || t == VT_TYPE_Q4_0 || t == VT_TYPE_IQ4_NL || t == VT_TYPE_MXFP4) &&
                               __builtin_cpu_supports("avx2")) ||
                              (t == VT_TYPE_Q2_K && __builtin_cpu_supports("avx512f"));
@@ -103,6 +105,7 @@ Test(op, integer_kernels_are_bit_identical_to_ggml, .init = open_oracles, .fini 
             }
         }
     }
+    cr_assert_eq(n_int, 22, "every integer-block type --types all covers");
     cr_log_info("ggml's batched and one-token results differ in %lld products", (long long)shape_differs);
     vt_test_model_remove(&f);
 }
