@@ -541,6 +541,25 @@ Test(runtime, identity_resolved_and_binary_hash_matches)
         cr_assert(fields[i] && fields[i][0], "field %zu empty", i);
     cr_assert(strstr(id.openssl_version, "OpenSSL"), "%s", id.openssl_version);
     cr_assert(strstr(id.libarchive_version, "libarchive"), "%s", id.libarchive_version);
+    /* The CPU model is /proc/cpuinfo's value as the file gives it after the
+     * colon and its blanks (read here independently), nothing around it. */
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    cr_assert_not_null(ci);
+    char line[1024], want[1024] = "";
+    while (!want[0] && fgets(line, sizeof line, ci)) {
+        static const char *const keys[] = { "model name", "Processor", "cpu model", "uarch" };
+        for (size_t k = 0; k < 4 && !want[0]; k++) {
+            size_t kl = strlen(keys[k]);
+            if (strncmp(line, keys[k], kl) == 0 && strchr(" \t:", line[kl])) {
+                const char *v = strchr(line, ':') + 1;
+                v += strspn(v, " \t");
+                snprintf(want, sizeof want, "%.*s", (int)strcspn(v, "\n"), v);
+            }
+        }
+    }
+    fclose(ci);
+    cr_assert(want[0], "no model line in /proc/cpuinfo");
+    cr_assert_str_eq(id.cpu_model, want);
     cr_assert_gt(id.n_cores, 0);
     cr_assert_gt(id.n_cores_usable, 0);
     cr_assert_eq(strlen(id.binary_sha256.hex), 64);
