@@ -1104,6 +1104,35 @@ Test(wheel, central_directory_misstating_a_size_is_refused, .init = make_dir, .f
     free(orig);
 }
 
+/* A member whose name libarchive cannot read (flagged UTF-8, not UTF-8) is
+ * a problem named by its position, never a member skipped in silence. */
+Test(wheel, a_member_name_that_is_not_readable_is_a_problem, .init = make_dir, .fini = remove_dir)
+{
+    char *whl = demo_wheel();
+    size_t n;
+    unsigned char *z = slurp_bytes(whl, &n);
+    size_t c = central_header(z, n, "vtdemo/__init__.py");
+    size_t loc = get32(z + c + 42);
+    cr_assert_eq(memcmp(z + loc + 30, "vtdemo/__init__.py", 18), 0);
+    z[c + 46] = 0xff;
+    z[loc + 30] = 0xff;
+    z[c + 9] |= 0x08; /* general purpose flags, bit 11: the name is UTF-8 */
+    z[loc + 7] |= 0x08;
+    char *bad = tpath("badname-1.0-py3-none-any.whl");
+    write_bytes(bad, z, n);
+    free(z);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(bad, NULL, &r, &err), VT_OK, "%s", err.msg);
+    dump(&r);
+    cr_assert_not(r.verified);
+    int named = 0;
+    for (int i = 0; i < r.n_problems; i++)
+        named += strstr(r.problems[i], "name not readable") != NULL;
+    cr_assert_eq(named, 1, "the unreadable member is named once");
+    vt_package_report_free(&r);
+}
+
 /* A zip written here byte by byte, like Python's zipfile (sizes in the
  * local headers, no descriptors), with defects on request. */
 typedef struct zbuild {
