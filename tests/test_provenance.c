@@ -1163,7 +1163,8 @@ enum {
     ZD_NONE, ZD_GAP, ZD_LOCAL_NAME, ZD_LOCAL_USIZE, ZD_METHOD12, ZD_ENCRYPTED, ZD_UPATH, ZD_STORED_CSIZE,
     ZD_Z64_EXTRA, ZD_Z64_EXTRA_MISSING, /* member 0's central sizes and offset in a ZIP64 extra field (or not) */
     ZD_APPENDED, ZD_DISK1, ZD_CDSIZE1, ZD_NTOTAL_PLUS, ZD_NTOTAL_MINUS, /* the end record */
-    ZD_ZIP64, ZD_ZIP64_DISAGREE, ZD_ZIP64_BADREC                        /* ZIP64 end records */
+    ZD_ZIP64, ZD_ZIP64_DISAGREE, ZD_ZIP64_BADREC,                       /* ZIP64 end records */
+    ZD_TAIL_GAP                                                         /* bytes before the central directory */
 };
 
 /* The wheel of mem[] (+ RECORD) into path, deflated but member 1 (stored);
@@ -1259,6 +1260,8 @@ static void build_zip(const char *path, int defect)
             zb_put(&cd, other, strlen(other));
         }
     }
+    if (defect == ZD_TAIL_GAP)
+        zb_put(&b, "hidden bytes....", 16); /* after the last member, before the central directory */
     uint32_t cd_off = (uint32_t)b.n, cd_size = (uint32_t)cd.n;
     zb_put(&b, cd.p, cd.n);
     int z64 = defect == ZD_ZIP64 || defect == ZD_ZIP64_DISAGREE || defect == ZD_ZIP64_BADREC;
@@ -1299,6 +1302,7 @@ Test(wheel, zip_members_that_readers_would_see_differently_are_refused, .init = 
         { ZD_ENCRYPTED, "zd/__init__.py: encrypted", "expected a plain member" },
         { ZD_UPATH, "zd/__init__.py: the central header's Unicode Path field names it 'zd/other.py'", "one name" },
         { ZD_STORED_CSIZE, "zd/data.txt: compressed size: central directory 11, local header 10: expected", NULL },
+        { ZD_TAIL_GAP, "zd-1.0.dist-info/RECORD: the last member ends at offset", "expected nothing between them" },
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         build_zip(whl, cases[k].defect);
