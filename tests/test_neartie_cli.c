@@ -2412,18 +2412,20 @@ Test(real, one_engine_token_changed_fails_the_gate, .timeout = 600)
     teardown(&e);
 }
 
-/* The near-tie-only path on real numbers: the tiny Q8_0 fixture and the 16
- * built-in prompts, engine against llama.cpp, both strict. Prompt p11
- * ("日本語のテキストと中文文本") parts at position 11: the engine's 530 "ial"
- * against llama.cpp's 1199 "its", which llama.cpp, teacher-forced on the
- * engine's stream, prefers by 125.7 milli-nats: near-tie-only, every
- * other prompt strict. */
+/* The near-tie-only path on real numbers: the tiny IQ4_XS fixture and the
+ * 16 built-in prompts, engine against llama.cpp, both strict. Prompt p04
+ * parts at position 15: the engine's 92 "}" against llama.cpp's 402 "av",
+ * which llama.cpp, teacher-forced on the engine's stream, prefers by 14.0
+ * milli-nats: near-tie-only, every other prompt strict. (The tiny Q8_0
+ * fixture had such a tie until the engine's matrix products took ggml's
+ * integer order; now its 16 prompts are all strict. If the engine comes to
+ * agree here too, find another real tie: this test must show one.) */
 Test(real, a_real_near_tie_is_near_tie_only, .timeout = 600)
 {
     env e;
     setup(&e);
     char model[160];
-    real_captures_of(&e, "Q8_0", model, sizeof model, VT_SOURCE_DIR "/fixtures/prompts/default16.jsonl");
+    real_captures_of(&e, "IQ4_XS", model, sizeof model, VT_SOURCE_DIR "/fixtures/prompts/default16.jsonl");
     int rc = sh(&e, "'%s' neartie --local '%s' --oracle '%s' --score-with llamacpp --package " PACKAGE " --model '%s' "
                     "--out '%s' --junit '%s' --require-strict 15", VT_BIN, e.L, e.O, model, e.R, e.J);
     cr_assert_eq(rc, 0, "exit %d: %s%s", rc, e.cmd_err, e.cmd_out);
@@ -2432,15 +2434,15 @@ Test(real, a_real_near_tie_is_near_tie_only, .timeout = 600)
     cr_assert_eq(get(t, "strict")->valuedouble, 15);
     cr_assert_eq(get(t, "near_tie_only")->valuedouble, 1);
     cr_assert_eq(get(t, "failed")->valuedouble, 0);
-    const cJSON *p = report_prompt(r, 11);
-    cr_assert_str_eq(get(p, "id")->valuestring, "p11");
+    const cJSON *p = report_prompt(r, 4);
+    cr_assert_str_eq(get(p, "id")->valuestring, "p04");
     cr_assert_str_eq(get(p, "class")->valuestring, "near-tie-only");
     const cJSON *fd = get(p, "first_divergence");
-    cr_assert_eq(get(fd, "position")->valuedouble, 11);
-    cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, 530);
-    cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, 1199);
+    cr_assert_eq(get(fd, "position")->valuedouble, 15);
+    cr_assert_eq(get(get(fd, "local"), "id")->valuedouble, 92);
+    cr_assert_eq(get(get(fd, "oracle"), "id")->valuedouble, 402);
     double gap = get(fd, "gap_mnats")->valuedouble;
-    cr_assert(gap > 125 && gap < 126.5, "gap %.3f milli-nats", gap);
+    cr_assert(gap > 13.9 && gap < 14.1, "gap %.3f milli-nats", gap);
     cr_assert(cJSON_IsTrue(get(get(r, "evidence"), "strict")));
     cJSON_Delete(r);
     check_junit(e.J, 16, 0);
