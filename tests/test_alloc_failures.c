@@ -287,6 +287,53 @@ static int op_read_capture(void *ctx)
     return bad ? VT_EINPUT : VT_OK;
 }
 
+/* The top-k side file's check (capture/topk_file.c): a failed allocation
+ * is reported as what it is, out of memory; a check that ran on after one
+ * (into a buffer it never got) would report a malformed file instead. */
+typedef struct topk_args {
+    char path[256], sha[65];
+    int32_t k, n_vocab;
+    int64_t positions;
+} topk_args;
+
+static int op_topk_open(void *ctx)
+{
+    const topk_args *a = ctx;
+    vt_topk_file f;
+    vt_error err;
+    vt_error_clear(&err);
+    int rc = vt_topk_file_open(a->path, a->k, a->positions, a->n_vocab, a->sha, &f, &err);
+    snprintf(last_error, sizeof last_error, "%s", err.msg);
+    if (rc == VT_OK)
+        vt_topk_file_close(&f);
+    else if (!strstr(err.msg, "out of memory"))
+        rc = VT_ECHECK; /* each_failure_of fails on it, naming the allocation */
+    return rc;
+}
+
+Test(oom, the_top_k_check_says_out_of_memory)
+{
+    vt_doc d;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_doc_source src = { .path = fx.capture, .kind = VT_DOC_CAPTURE };
+    cr_assert_eq(vt_doc_read(&src, &d, &err), VT_OK, "%s", err.msg);
+    topk_args a;
+    memset(&a, 0, sizeof a);
+    cr_assert(d.topk.k > 0 && d.topk_path);
+    snprintf(a.path, sizeof a.path, "%s", d.topk_path);
+    a.k = d.topk.k;
+    a.positions = d.n_positions_all;
+    const cJSON *tf = cJSON_GetObjectItemCaseSensitive(d.meta, "topk_file");
+    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d.meta, "model"), "gguf"), "n_vocab");
+    cr_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(tf, "sha256")) && cJSON_IsNumber(nv));
+    snprintf(a.sha, sizeof a.sha, "%s", cJSON_GetObjectItemCaseSensitive(tf, "sha256")->valuestring);
+    a.n_vocab = (int32_t)nv->valuedouble;
+    vt_doc_free(&d);
+    cr_assert_geq(each_failure(op_topk_open, &a, "vt_topk_file_open: the error says out of memory"), 1);
+}
+
 Test(oom, read_a_capture_and_its_strict_gate)
 {
     cr_assert_gt(each_failure(op_read_capture, fx.capture, "vt_doc_read + vt_strict_check"), 50);
