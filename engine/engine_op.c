@@ -39,6 +39,11 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
 
 const char *vt_engine_isa(void) { return vt_kernels_pick().isa; }
 
+float vt_engine_dot_f32(const float *a, const float *b, int64_t n) { return vt_kernels_pick().dot(a, b, n); }
+float vt_engine_dot_bf16(const float *a, const float *b, int64_t n) { return vt_kernels_pick().dot_bf16(a, b, n); }
+double vt_engine_softmax_exp(float *x, int64_t n, float max) { return vt_kernels_pick().exp_sum(x, n, max); }
+void vt_engine_swiglu(float *g, const float *u, int64_t n) { vt_kernels_pick().swiglu(g, u, n); }
+
 const char *vt_engine_dot_type(int weight_type)
 {
     return vt_act_type_name(vt_act_type_of(weight_type));

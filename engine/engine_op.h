@@ -22,6 +22,20 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
  * "F32" where the activation is used as is). */
 const char *vt_engine_dot_type(int weight_type);
 
+/* The forward pass's arithmetic around its matrix products, one piece at a
+ * time, through the kernel set vt_kernels_pick gives: an F32 dot product (a
+ * weight row at one token, attention's q.k and V p), a BF16 weight's dot
+ * product (a and b hold BF16 values), attention's softmax exponentials
+ * (x[i] = exp(x[i] - max) for i < n, returning their sum; a row of the
+ * cache, which llama.cpp pads to a multiple of 16), and SwiGLU over a row
+ * (g = silu(g) * u). Each follows ggml's AVX-512 CPU code (vt op check and
+ * tests/test_op_check.c compare them with the functions of the CPU backend
+ * llama.cpp loads). */
+float vt_engine_dot_f32(const float *a, const float *b, int64_t n);
+float vt_engine_dot_bf16(const float *a, const float *b, int64_t n);
+double vt_engine_softmax_exp(float *x, int64_t n, float max);
+void vt_engine_swiglu(float *g, const float *u, int64_t n);
+
 /* The kernel set the engine picks here ("avx512f", "avx2", "sse2", "c"). */
 const char *vt_engine_isa(void);
 

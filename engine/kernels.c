@@ -4,10 +4,11 @@
 #include "kernels.h"
 #include "codec_iq_tables.h"
 
-/* No fused multiply-add anywhere in this file, whatever the build flags
- * (GNU C modes and -march=native would otherwise let the compiler fuse
- * a*b+c, including inside the intrinsic kernels): every rounding step is
- * then the same on every machine. */
+/* No fused multiply-add the source does not write, whatever the build
+ * flags (GNU C modes and -march=native would otherwise let the compiler
+ * fuse a*b+c, including inside the intrinsic kernels): the fused ones are
+ * written (fmaf, _mm512_fmadd_ps) where ggml's compiled code has them, so
+ * every rounding step is the same on every machine. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -29,21 +30,22 @@
 /* ======================================================================
  * Dot products
  *
- * Every dot product in the engine has one summation order: 16 partial sums
- * (lane k holds the elements i with i % 16 == k of the 16-aligned part),
- * the tail added into lanes 0.., then a fixed pairwise reduction; products
- * and sums are separate roundings (no FMA). SSE2, AVX2 and AVX-512 kernels
- * differ only in how many lanes one instruction updates, so every element
- * comes out the same on every machine (FP_CONTRACT is off for this file,
- * see the top). dot4 computes four rows against one vector,
- * loading the vector once; each of its results equals dot()'s.
+ * Every F32 dot product in the engine sums as ggml_vec_dot_f32 does on the
+ * AVX-512 CPU variant llama.cpp loads (read from its instructions; the
+ * oracle's one-token products, weights and attention alike): four 16-lane
+ * accumulators over steps of 64 elements, s[r] lane k taking element
+ * i + 16 r + k with a fused multiply-add; then (s0 + s2) + (s1 + s3) lane
+ * by lane, the lanes summed by the pairwise tree _mm512_reduce_add_ps
+ * compiles to, and the elements past the last 64 added one at a time
+ * (products then sums, the last few of them fused). Written with fmaf, so the portable, AVX2 and
+ * AVX-512 kernels give the same bits (FP_CONTRACT stays off, see the top:
+ * no other fusing). dot4 computes four rows against one vector; each
+ * result equals dot()'s.
  * ====================================================================== */
 
-__attribute__((always_inline)) static inline float reduce16(float *l, const float *a,
-                                                           const float *b, int64_t from, int64_t n)
+/* The pairwise tree of 16 lanes (_mm512_reduce_add_ps as gcc compiles it). */
+static inline float tree16(float *l)
 {
-    for (int64_t i = from; i < n; i++)
-        l[i - from] += a[i] * b[i];
     for (int k = 0; k < 8; k++)
         l[k] += l[k + 8];
     for (int k = 0; k < 4; k++)
@@ -53,15 +55,62 @@ __attribute__((always_inline)) static inline float reduce16(float *l, const floa
     return l[0] + l[1];
 }
 
-static float dot_c(const float *a, const float *b, int64_t n)
+/* The end of ggml_vec_dot_f32: four accumulators to one, the tree, the tail. */
+static inline float vec_f32_finish(const float s[4][16], const float *a, const float *b,
+                                   int64_t np, int64_t n)
 {
-    float l[16] = { 0 };
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16)
+    float l[16];
+    for (int k = 0; k < 16; k++)
+        l[k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k]);
+    float sum = tree16(l);
+    /* The tail as gcc compiled it: whole 16s and then one 8 as separate
+     * products added in order, the last few fused. */
+    int64_t i = np;
+    for (; i + 16 <= n; i += 16)
         for (int k = 0; k < 16; k++)
-            l[k] += a[i + k] * b[i + k];
-    return reduce16(l, a, b, n16, n);
+            sum += a[i + k] * b[i + k];
+    if (i + 8 <= n)
+        for (int k = 0; k < 8; k++, i++)
+            sum += a[i] * b[i];
+    for (; i < n; i++)
+        sum = fmaf(a[i], b[i], sum);
+    return sum;
 }
+
+__attribute__((always_inline)) static inline float dot_body(const float *a, const float *b, int64_t n)
+{
+    float s[4][16] = { { 0 } };
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 16; k++)
+                s[r][k] = fmaf(a[i + 16 * r + k], b[i + 16 * r + k], s[r][k]);
+    return vec_f32_finish(s, a, b, np, n);
+}
+
+static float dot_c(const float *a, const float *b, int64_t n) { return dot_body(a, b, n); }
+
+/* ggml_vec_dot_bf16 on an AVX-512 CPU without its BF16 instructions (the
+ * values are BF16 already, decoded exactly): two 16-lane fma accumulators
+ * over steps of 32, each summed by the tree and added in double to 0, the
+ * rest one product at a time in double, the total rounded to float. */
+__attribute__((always_inline)) static inline float dot_bf16_body(const float *a, const float *b, int64_t n)
+{
+    float c1[16] = { 0 }, c2[16] = { 0 };
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32)
+        for (int k = 0; k < 16; k++) {
+            c1[k] = fmaf(a[i + k], b[i + k], c1[k]);
+            c2[k] = fmaf(a[i + 16 + k], b[i + 16 + k], c2[k]);
+        }
+    double sum = 0.0 + (double)tree16(c1);
+    sum = (double)tree16(c2) + sum;
+    for (int64_t i = np; i < n; i++)
+        sum += (double)(a[i] * b[i]);
+    return (float)sum;
+}
+
+static float dot_bf16_c(const float *a, const float *b, int64_t n) { return dot_bf16_body(a, b, n); }
 
 static void dot4_c(const float *w, int64_t ldw, const float *x, int64_t n, float *out)
 {
@@ -70,132 +119,56 @@ static void dot4_c(const float *w, int64_t ldw, const float *x, int64_t n, float
 }
 
 #ifdef VT_X86
-static float dot_sse2(const float *a, const float *b, int64_t n)
+__attribute__((target("avx2,fma"))) static float dot_fma(const float *a, const float *b, int64_t n)
 {
-    __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16) {
-        s0 = _mm_add_ps(s0, _mm_mul_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
-        s1 = _mm_add_ps(s1, _mm_mul_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4)));
-        s2 = _mm_add_ps(s2, _mm_mul_ps(_mm_loadu_ps(a + i + 8), _mm_loadu_ps(b + i + 8)));
-        s3 = _mm_add_ps(s3, _mm_mul_ps(_mm_loadu_ps(a + i + 12), _mm_loadu_ps(b + i + 12)));
-    }
-    float l[16];
-    _mm_storeu_ps(l, s0);
-    _mm_storeu_ps(l + 4, s1);
-    _mm_storeu_ps(l + 8, s2);
-    _mm_storeu_ps(l + 12, s3);
-    return reduce16(l, a, b, n16, n);
+    return dot_body(a, b, n);
 }
 
-static void dot4_sse2(const float *w, int64_t ldw, const float *x, int64_t n, float *out)
+__attribute__((target("avx2,fma"))) static float dot_bf16_fma(const float *a, const float *b, int64_t n)
+{
+    return dot_bf16_body(a, b, n);
+}
+
+__attribute__((target("avx2,fma"))) static void dot4_fma(const float *w, int64_t ldw, const float *x,
+                                                         int64_t n, float *out)
 {
     for (int r = 0; r < 4; r++)
-        out[r] = dot_sse2(w + r * ldw, x, n);
-}
-
-__attribute__((target("avx2"))) static float dot_avx2(const float *a, const float *b, int64_t n)
-{
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16) {
-        s0 = _mm256_add_ps(s0, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-        s1 = _mm256_add_ps(s1, _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
-    }
-    float l[16];
-    _mm256_storeu_ps(l, s0);
-    _mm256_storeu_ps(l + 8, s1);
-    return reduce16(l, a, b, n16, n);
-}
-
-__attribute__((target("avx2"))) static void dot4_avx2(const float *w, int64_t ldw, const float *x,
-                                                      int64_t n, float *out)
-{
-    __m256 s[4][2];
-    for (int r = 0; r < 4; r++)
-        s[r][0] = s[r][1] = _mm256_setzero_ps();
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16) {
-        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-        for (int r = 0; r < 4; r++) {
-            const float *wr = w + r * ldw + i;
-            s[r][0] = _mm256_add_ps(s[r][0], _mm256_mul_ps(_mm256_loadu_ps(wr), x0));
-            s[r][1] = _mm256_add_ps(s[r][1], _mm256_mul_ps(_mm256_loadu_ps(wr + 8), x1));
-        }
-    }
-    for (int r = 0; r < 4; r++) {
-        float l[16];
-        _mm256_storeu_ps(l, s[r][0]);
-        _mm256_storeu_ps(l + 8, s[r][1]);
-        out[r] = reduce16(l, w + r * ldw, x, n16, n);
-    }
+        out[r] = dot_body(w + r * ldw, x, n);
 }
 
 __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b, int64_t n)
 {
-    __m512 s = _mm512_setzero_ps();
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16)
-        s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-    float l[16];
-    _mm512_storeu_ps(l, s);
-    return reduce16(l, a, b, n16, n);
+    __m512 v[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
+        for (int r = 0; r < 4; r++)
+            v[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16 * r), _mm512_loadu_ps(b + i + 16 * r), v[r]);
+    float s[4][16];
+    for (int r = 0; r < 4; r++)
+        _mm512_storeu_ps(s[r], v[r]);
+    return vec_f32_finish(s, a, b, np, n);
 }
 
 __attribute__((target("avx512f"))) static void dot4_avx512(const float *w, int64_t ldw,
                                                            const float *x, int64_t n, float *out)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16) {
-        __m512 xv = _mm512_loadu_ps(x + i);
-        s0 = _mm512_add_ps(s0, _mm512_mul_ps(_mm512_loadu_ps(w + i), xv));
-        s1 = _mm512_add_ps(s1, _mm512_mul_ps(_mm512_loadu_ps(w + ldw + i), xv));
-        s2 = _mm512_add_ps(s2, _mm512_mul_ps(_mm512_loadu_ps(w + 2 * ldw + i), xv));
-        s3 = _mm512_add_ps(s3, _mm512_mul_ps(_mm512_loadu_ps(w + 3 * ldw + i), xv));
-    }
-    __m512 s[4] = { s0, s1, s2, s3 };
-    for (int r = 0; r < 4; r++) {
-        float l[16];
-        _mm512_storeu_ps(l, s[r]);
-        out[r] = reduce16(l, w + r * ldw, x, n16, n);
-    }
-}
-
-/* Four rows x four tokens: 16 independent accumulators, so the adds of one
- * lane chain no longer wait on each other, and each load feeds four
- * products. Element (t, r) sums exactly as dot(w row r, x row t). */
-__attribute__((target("avx512f"))) static void tile_avx512(const float *w, int64_t ldw,
-                                                           const float *x, int64_t ldx,
-                                                           int64_t n, float *y, int64_t ldy)
-{
-    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
-    __m512 s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
-    __m512 s30 = s00, s31 = s00, s32 = s00, s33 = s00;
-    int64_t n16 = n & ~(int64_t)15;
-    for (int64_t i = 0; i < n16; i += 16) {
-        const __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + ldw + i);
-        const __m512 w2 = _mm512_loadu_ps(w + 2 * ldw + i), w3 = _mm512_loadu_ps(w + 3 * ldw + i);
-#define TOKEN(t)                                                      \
-        {                                                             \
-            const __m512 xv = _mm512_loadu_ps(x + t * ldx + i);       \
-            s##t##0 = _mm512_add_ps(s##t##0, _mm512_mul_ps(w0, xv)); \
-            s##t##1 = _mm512_add_ps(s##t##1, _mm512_mul_ps(w1, xv)); \
-            s##t##2 = _mm512_add_ps(s##t##2, _mm512_mul_ps(w2, xv)); \
-            s##t##3 = _mm512_add_ps(s##t##3, _mm512_mul_ps(w3, xv)); \
-        }
-        TOKEN(0) TOKEN(1) TOKEN(2) TOKEN(3)
-#undef TOKEN
-    }
-    const __m512 acc[4][4] = { { s00, s01, s02, s03 }, { s10, s11, s12, s13 },
-                               { s20, s21, s22, s23 }, { s30, s31, s32, s33 } };
-    for (int t = 0; t < 4; t++)
+    __m512 v[4][4];
+    for (int q = 0; q < 4; q++)
+        for (int r = 0; r < 4; r++)
+            v[q][r] = _mm512_setzero_ps();
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
         for (int r = 0; r < 4; r++) {
-            float l[16];
-            _mm512_storeu_ps(l, acc[t][r]);
-            y[t * ldy + r] = reduce16(l, w + r * ldw, x + t * ldx, n16, n);
+            const __m512 xv = _mm512_loadu_ps(x + i + 16 * r);
+            for (int q = 0; q < 4; q++)
+                v[q][r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + q * ldw + i + 16 * r), xv, v[q][r]);
         }
+    for (int q = 0; q < 4; q++) {
+        float s[4][16];
+        for (int r = 0; r < 4; r++)
+            _mm512_storeu_ps(s[r], v[q][r]);
+        out[q] = vec_f32_finish(s, w + q * ldw, x, np, n);
+    }
 }
 #endif
 
@@ -238,8 +211,7 @@ __attribute__((target("avx512f"))) static void axpy_avx512(float *restrict y, fl
 }
 #endif
 
-/* Where four tokens' worth of accumulators do not fit the registers, a tile
- * is four dot4 calls. */
+/* A tile is four dot4 calls (each product sums as dot() does). */
 #define TILE_FROM_DOT4(name, dot4)                                                      \
     static void name(const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n, \
                      float *y, int64_t ldy)                                             \
@@ -249,8 +221,117 @@ __attribute__((target("avx512f"))) static void axpy_avx512(float *restrict y, fl
     }
 TILE_FROM_DOT4(tile_c, dot4_c)
 #ifdef VT_X86
-TILE_FROM_DOT4(tile_sse2, dot4_sse2)
-TILE_FROM_DOT4(tile_avx2, dot4_avx2)
+TILE_FROM_DOT4(tile_fma, dot4_fma)
+TILE_FROM_DOT4(tile_avx512, dot4_avx512)
+#endif
+
+/* ======================================================================
+ * ggml's element-wise arithmetic around the products, as its AVX-512 CPU
+ * variant computes it (read from libggml-cpu-icelake.so's instructions):
+ * the exponential of its softmax and SwiGLU, and the fused row update of
+ * attention's V p. One body each, a portable and an FMA copy (same bits).
+ * ====================================================================== */
+
+static inline float pow2i(int e) /* 2^e for -126 <= e <= 127 */
+{
+    const uint32_t bits = (uint32_t)(e + 127) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* One lane of ggml_v_expf (AVX-512): n = round(x / ln 2) by the 1.5 * 2^23
+ * shift, b = x - n ln 2 in two parts, a degree-5 polynomial j(b), then
+ * vscalefps j * 2^n (one rounding, also where it lands in subnormals);
+ * |n| > 192 gives 0 or infinity. Within 1.5 ULP of exp, other bits than
+ * the C library's. */
+__attribute__((always_inline)) static inline float expf16_body(float x)
+{
+    const float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    const float n = z - 0x1.8p23f;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (n != n)
+        return n;
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                              fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    const int e = (int)n;
+    if (e < -126)
+        return j * pow2i(e + 100) * 0x1p-100f; /* exact, then one rounding */
+    if (e > 127)
+        return j * pow2i(e - 127) * 0x1p127f;
+    return j * pow2i(e);
+}
+
+/* ggml_vec_soft_max_f32 after the maximum: x[i] = exp(x[i] - max) for
+ * i < n, 16 at a time by expf16, each 16 summed by the tree in float and
+ * the sums added in double. The caller's row is the cache's, whose length
+ * llama.cpp pads to a multiple of 16 with masked (zero) positions: so the
+ * last 16 are zero-filled here, not left to the C library's expf. */
+__attribute__((always_inline)) static inline double exp_sum_body(float *x, int64_t n, float max)
+{
+    double sum = 0.0;
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        float l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = j0 + k < n ? (x[j0 + k] = expf16_body(x[j0 + k] - max)) : 0.0f;
+        sum += (double)tree16(l);
+    }
+    return sum;
+}
+
+/* ggml_vec_swiglu_f32 over one row: g = g / (1 + exp(0 - g)) * u, 16 at a
+ * time by expf16, the rest of the row with the C library's expf. */
+__attribute__((always_inline)) static inline void swiglu_body(float *g, const float *u, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    int64_t i = 0;
+    for (; i < n16; i++)
+        g[i] = g[i] / (1.0f + expf16_body(0.0f - g[i])) * u[i];
+    for (; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+__attribute__((always_inline)) static inline void fmadd_body(float *restrict acc, const float *restrict v,
+                                                             float p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = fmaf(v[i], p, acc[i]);
+}
+
+static double exp_sum_c(float *x, int64_t n, float max) { return exp_sum_body(x, n, max); }
+static void swiglu_c(float *g, const float *u, int64_t n) { swiglu_body(g, u, n); }
+static void fmadd_c(float *restrict acc, const float *restrict v, float p, int64_t n)
+{
+    fmadd_body(acc, v, p, n);
+}
+
+#ifdef VT_X86
+__attribute__((target("avx2,fma"))) static double exp_sum_fma(float *x, int64_t n, float max)
+{
+    return exp_sum_body(x, n, max);
+}
+__attribute__((target("avx2,fma"))) static void swiglu_fma(float *g, const float *u, int64_t n)
+{
+    swiglu_body(g, u, n);
+}
+__attribute__((target("avx2,fma"))) static void fmadd_fma(float *restrict acc, const float *restrict v,
+                                                          float p, int64_t n)
+{
+    fmadd_body(acc, v, p, n);
+}
+__attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc, const float *restrict v,
+                                                            float p, int64_t n)
+{
+    const __m512 pv = _mm512_set1_ps(p);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(_mm512_loadu_ps(v + i), pv, _mm512_loadu_ps(acc + i)));
+    fmadd_body(acc + i, v + i, p, n - i);
+}
 #endif
 
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
@@ -258,15 +339,19 @@ TILE_FROM_DOT4(tile_avx2, dot4_avx2)
  * has it): results are identical either way, which is how that is tested. */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, axpy_c, 0 };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, 0 };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
-    static const vt_kernels sse2 = { "sse2", dot_sse2, dot4_sse2, tile_sse2, axpy_sse2, 0 };
-    static const vt_kernels avx2 = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, 0 };
-    static const vt_kernels avx2_fma = { "avx2", dot_avx2, dot4_avx2, tile_avx2, axpy_avx2, 1 };
-    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, axpy_avx512, 1 };
+    /* Without FMA hardware the fused products are the C library's fmaf:
+     * the same bits, slowly. */
+    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, 0 };
+    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, 0 };
+    static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
+                                         exp_sum_fma, swiglu_fma, 1 };
+    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
+                                       fmadd_avx512, exp_sum_fma, swiglu_fma, 1 };
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has2 = __builtin_cpu_supports("avx2");
@@ -1546,6 +1631,15 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
     const int in_place = w->codec->type == VT_TYPE_F32;
     const int64_t nblocks = n / w->codec->block_elems;
     int64_t o = r0;
+    if (w->codec->type == VT_TYPE_BF16) {
+        /* ggml sums a BF16 product its own way (dot_bf16), one row at a time. */
+        for (; o < r1; o++) {
+            w->codec->decode_f32(w->data + (size_t)o * w->row_bytes, wbuf, nblocks);
+            for (int64_t tok = 0; tok < n_tok; tok++)
+                t->y[tok * t->ldy + o] = c->k.dot_bf16(wbuf, t->x + tok * n, n);
+        }
+        return;
+    }
     for (; o + 4 <= r1; o += 4) {
         const float *rows;
         if (in_place) {
@@ -1745,7 +1839,7 @@ int vt_cpu_start(vt_cpu *c, int64_t max_in, int64_t head_dim, size_t extra, cons
     /* Per-thread slices, each a multiple of 16 floats (64 bytes) so threads
      * never share a cache line. */
     c->scratch_extra_at = vt_round_up(4 * (size_t)max_in, 16) +
-                          (hd ? vt_round_up((size_t)c->n_ctx, 16) + 5 * vt_round_up(hd, 16) : 0);
+                          (hd ? vt_round_up((size_t)c->n_ctx, 16) + 69 * vt_round_up(hd, 16) : 0);
     c->scratch_stride = c->scratch_extra_at + vt_round_up(extra, 16);
     c->scratch = vt_alloc_aligned((size_t)c->n_threads * c->scratch_stride, 4);
     if (!ok || !c->scratch)
@@ -2039,8 +2133,10 @@ void vt_rope_neox(float *x, const float *cs, int64_t d)
     for (int64_t i = 0; i < half; i++) {
         const float c = cs[2 * i], s = cs[2 * i + 1];
         const float x0 = x[i], x1 = x[i + half];
-        x[i] = x0 * c - x1 * s;
-        x[i + half] = x0 * s + x1 * c;
+        /* ggml's build contracts these: x0 c - (x1 s) and x0 s + (x1 c), the
+         * product in brackets rounded, the rest one fused operation. */
+        x[i] = fmaf(x0, c, -(x1 * s));
+        x[i + half] = fmaf(x0, s, x1 * c);
     }
 }
 
@@ -2079,8 +2175,8 @@ void vt_ffn_block(vt_cpu *c, const vt_ffn *f, float *x, int64_t n_tok, float eps
     float *ys[2] = { g, u };
     const int64_t ld[2] = { F, F };
     vt_matmul(c, xn, n_tok, 2, ws, ys, ld);
-    for (int64_t i = 0; i < n_tok * F; i++)
-        g[i] = vt_silu(g[i]) * u[i];
+    for (int64_t t = 0; t < n_tok; t++)
+        c->k.swiglu(g + t * F, u + t * F, F);
     vt_matmul1(c, f->down, g, n_tok, proj, E);
     vt_add(x, proj, n_tok * E);
 }
@@ -2215,6 +2311,7 @@ static void attention_worker(void *ctx, int ith, int nth)
     float *kbuf = scores + vt_round_up((size_t)c->n_ctx, 16);
     float *vbuf = kbuf + 4 * vt_round_up((size_t)hd, 16);
     const int64_t ldk_buf = (int64_t)vt_round_up((size_t)hd, 16);
+    float *acc = vbuf + ldk_buf; /* 64 rows of ldk_buf: the partial sums of V p */
 
     const int64_t units = a->n_tok * a->n_head;
     const int64_t u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
@@ -2225,9 +2322,10 @@ static void attention_worker(void *ctx, int ith, int nth)
         const int32_t n_keys = a->pos0 + (int32_t)t + 1;
         const size_t head_off = (size_t)kvh * (size_t)hd;
 
-        /* scores = q.k, four keys per dot4 (each the same as a single dot),
-         * then times scale; softmax with the maximum subtracted, the sum of
-         * exponentials in double, then one multiply by 1/sum (ggml). */
+        /* As llama.cpp's attention without flash attention computes one
+         * token: scores = q.k by ggml_vec_dot_f32 (dot4: four keys, each as
+         * dot), times scale; softmax over the cache row as
+         * ggml_vec_soft_max_f32 (exp_sum), then one multiply by 1/sum. */
         int32_t j = 0;
         for (; j + 4 <= n_keys; j += 4) {
             const size_t at = cache_index(kv, a->layer, j) + head_off;
@@ -2254,19 +2352,28 @@ static void attention_worker(void *ctx, int ith, int nth)
             scores[j] *= scale;
             max = fmaxf(max, scores[j]);
         }
-        double sum = 0.0;
-        for (j = 0; j < n_keys; j++) {
-            scores[j] = expf(scores[j] - max);
-            sum += scores[j];
-        }
-        const float inv = (float)(1.0 / sum);
+        const float inv = (float)(1.0 / c->k.exp_sum(scores, n_keys, max));
 
-        /* out = sum_j p_j v_j, accumulated in position order. */
+        /* out = V p: for each output, the ggml_vec_dot_f32 of its V column
+         * and p over the cache row (llama.cpp's n_kv, a multiple of 64 here;
+         * the masked positions add exact zeros). Accumulator row j mod 64
+         * holds lane j mod 16 of partial sum (j mod 64) / 16, updated in
+         * position order; then the same reduction as dot(). */
         float *out = a->out + t * a->ldo + h * hd;
-        memset(out, 0, (size_t)hd * sizeof *out);
+        memset(acc, 0, 64 * (size_t)ldk_buf * sizeof *acc);
         for (j = 0; j < n_keys; j++) {
             const size_t at = cache_index(kv, a->layer, j) + head_off;
-            c->k.axpy(out, scores[j] * inv, cache_load(kv, kv->v, at, hd, vbuf), hd);
+            c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk_buf, cache_load(kv, kv->v, at, hd, vbuf),
+                       scores[j] * inv, hd);
+        }
+        for (int64_t d = 0; d < hd; d++) {
+            float l[16];
+            for (int k = 0; k < 16; k++) {
+                const float *col = acc + (size_t)d + (size_t)k * (size_t)ldk_buf;
+                const size_t r16 = 16 * (size_t)ldk_buf;
+                l[k] = (col[0] + col[2 * r16]) + (col[r16] + col[3 * r16]);
+            }
+            out[d] = tree16(l);
         }
     }
 }

@@ -50,7 +50,14 @@ typedef struct vt_kernels {
     vt_dot_fn dot;
     vt_dot4_fn dot4;
     vt_tile_fn tile;
+    vt_dot_fn dot_bf16; /* BF16 weights: ggml_vec_dot_bf16's order */
     vt_axpy_fn axpy;
+    /* acc[i] = fma(v[i], p, acc[i]): element-wise, the same on every ISA. */
+    void (*fmadd)(float *restrict acc, const float *restrict v, float p, int64_t n);
+    /* Softmax's exponentials after the maximum, and their sum, as ggml. */
+    double (*exp_sum)(float *x, int64_t n, float max);
+    /* g = silu(g) * u over one row, as ggml_vec_swiglu_f32. */
+    void (*swiglu)(float *g, const float *u, int64_t n);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
 } vt_kernels;
 
@@ -147,7 +154,8 @@ typedef struct vt_cpu {
     int64_t max_in;
 
     /* per thread: 4 weight rows (4 x max_in), attention scores (n_ctx),
-     * 4 K rows and a V row (head_dim each), then extra floats the model
+     * 4 K rows, a V row and the 64 partial-sum rows of V p (head_dim
+     * each), then extra floats the model
      * asked for; each slice a multiple of 16 floats (one cache line) */
     float *scratch;
     size_t scratch_stride, scratch_extra_at;

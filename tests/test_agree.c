@@ -301,6 +301,33 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
     remove_dir();
 }
 
+/* At one token (eager mode, as generation runs after the prompt) the
+ * engine's qwen3 forward pass is llama.cpp's to the bit, in every kind of
+ * weight codec: float, block integer, repacked, K-quant, IQ and the mix.
+ * The same check sees one planted weight row (it can fail). */
+Test(kld_cli, one_token_logits_are_llamacpps_bit_for_bit)
+{
+    make_dir();
+    static const char *types[] = { "F32", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_XS", "Q4_K_M" };
+    char model[256], out[8192], err[2048];
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        make_fixture(types[i], 1, model, sizeof model);
+        int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                            "'%s' kld --model '%s' --corpus '%s' --ctx 128 --chunks 1 --context 1 --mode eager",
+                            VT_BIN, model, VT_SOURCE_DIR "/README.md");
+        cr_assert_eq(rc, 0, "%s: exit %d: %s", types[i], rc, err);
+        cr_assert(strstr(out, "127 positions;"), "%s: %s", types[i], out);
+        cr_assert(strstr(out, "max |dlogit| 0, max |dlogprob| 0\n"), "%s: %s", types[i], out);
+        cr_assert(strstr(out, "KL(oracle||local): mean 0 +- 0,"), "%s: %s", types[i], out);
+    }
+    int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                        "VT_ENGINE_PLANT=blk.1.ffn_down.weight:3:1.001 '%s' kld --model '%s' --corpus '%s' "
+                        "--ctx 128 --chunks 1 --context 1 --mode eager", VT_BIN, model, VT_SOURCE_DIR "/README.md");
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "max |dlogit| ") && !strstr(out, "max |dlogit| 0,"), "a planted row shows: %s", out);
+    remove_dir();
+}
+
 /* vt kld on the tiny F32 fixture: the engine and llama.cpp compute the same
  * forward pass, so their corpus distributions agree to float rounding; what
  * it refuses, it refuses in one line with exit 2. */

@@ -5,7 +5,9 @@
 #include "engine/codec.h"
 #include "engine/engine_op.h"
 #include "oracle/op_check.h"
+#include "common/vt_rng.h"
 
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 
@@ -281,3 +283,152 @@ Test(cli, a_bit_identical_type_passes_and_bad_options_are_refused)
     unlink(p);
     rmdir(e.dir);
 }
+
+/* ---------------------------------------------------------------------
+ * The arithmetic around the products: the engine's against the functions
+ * the CPU backend llama.cpp loads exports (ggml_vec_dot_f32,
+ * ggml_vec_dot_bf16, ggml_vec_soft_max_f32, ggml_vec_swiglu_f32), bit for
+ * bit, on every kernel set of the engine. The engine follows the AVX-512
+ * variant without BF16 instructions (icelake); another variant is skipped,
+ * saying which.
+ * --------------------------------------------------------------------- */
+
+typedef void (*ggml_dot_f32_fn)(int n, float *s, size_t bs, const float *x, size_t bx, const float *y, size_t by,
+                                int nrc);
+typedef void (*ggml_dot_bf16_fn)(int n, float *s, size_t bs, const uint16_t *x, size_t bx, const uint16_t *y,
+                                 size_t by, int nrc);
+typedef double (*ggml_soft_max_fn)(int n, float *y, const float *x, float max);
+typedef void (*ggml_swiglu_fn)(int n, float *y, const float *x, const float *g);
+
+static void *cpu_symbol(void *h, const char *name)
+{
+    void *p = dlsym(h, name);
+    cr_assert_not_null(p, "the CPU backend exports %s", name);
+    return p;
+}
+
+/* Values a forward pass meets, and the edges of expf16: zero, tiny, exact
+ * multiples of ln 2 / 2 (ties for n), the subnormal and flush ranges, the
+ * overflow range, large scores. */
+static float elementwise_value(vt_rng *r, int i)
+{
+    static const float edges[] = { 0.0f, -0.0f, 1e-30f, -1e-30f, 0.34657359f, -0.34657359f, 1.03972077f,
+                                   -87.5f, -88.7f, -95.0f, -103.9f, -104.5f, -150.0f, -200.0f, 88.0f, 88.8f,
+                                   89.5f, -89.5f, 120.0f, -1e4f, 1e4f };
+    if (i % 7 == 3)
+        return edges[vt_rng_next(r) % (sizeof edges / sizeof edges[0])];
+    const double scale = (i % 3 == 0) ? 1e-3 : (i % 3 == 1) ? 1.0 : 30.0;
+    return (float)(vt_rng_normal(r) * scale);
+}
+
+static uint16_t bf16_bits(float f) /* round to nearest even, as the engine's activation rounding */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_value(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini = close_oracles)
+{
+    const char *variant = vt_ggml_mm_cpu_backend(mm);
+    if (!strstr(variant, "libggml-cpu-icelake.so"))
+        cr_skip_test("the engine follows ggml's icelake CPU variant; this machine loads %s", variant);
+    void *h = dlopen(variant, RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h, "%s", dlerror());
+    ggml_dot_f32_fn g_dot = (ggml_dot_f32_fn)cpu_symbol(h, "ggml_vec_dot_f32");
+    ggml_dot_bf16_fn g_dot_bf16 = (ggml_dot_bf16_fn)cpu_symbol(h, "ggml_vec_dot_bf16");
+    ggml_soft_max_fn g_soft_max = (ggml_soft_max_fn)cpu_symbol(h, "ggml_vec_soft_max_f32");
+    ggml_swiglu_fn g_swiglu = (ggml_swiglu_fn)cpu_symbol(h, "ggml_vec_swiglu_f32");
+
+    enum { N = 3100 };
+    static float a[N], b[N], e[N], gg[N], y[N];
+    static float sx[N];
+    static uint16_t ab[N], bb[N];
+    int64_t libm_differs = 0, unfused_differs = 0;
+    static const int lengths[] = { 1, 15, 16, 17, 31, 32, 48, 63, 64, 65, 127, 128, 200, 1024, 1031, 3072, 3100 };
+    const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
+    int64_t compared = 0;
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        setenv("VT_ENGINE_ISA", isas[ii], 1); /* one the CPU lacks falls back */
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+            for (uint64_t seed = 1; seed <= 3; seed++) {
+                const int n = lengths[li];
+                vt_rng r;
+                vt_rng_seed(&r, seed * 1000 + (uint64_t)n);
+                for (int i = 0; i < n; i++) {
+                    a[i] = (float)vt_rng_normal(&r);
+                    b[i] = (float)vt_rng_normal(&r) * (i % 5 == 0 ? 1e3f : 1.0f);
+                    ab[i] = bf16_bits(a[i]);
+                    bb[i] = bf16_bits(b[i]);
+                }
+                float want, got;
+                g_dot(n, &want, 0, a, 0, b, 0, 1);
+                got = vt_engine_dot_f32(a, b, n);
+                cr_assert(memcmp(&want, &got, 4) == 0, "%s: dot_f32 of %d: ggml %a, engine %a", isas[ii], n,
+                          (double)want, (double)got);
+                /* ... and the order tells sums apart: 16 lanes of separate
+                 * products and sums (the engine's before) differ somewhere. */
+                float l[16] = { 0 };
+                for (int i = 0; i < n; i++)
+                    l[i % 16] += a[i] * b[i];
+                for (int k = 0; k < 8; k++)
+                    l[k] += l[k + 8];
+                for (int k = 0; k < 4; k++)
+                    l[k] += l[k + 4];
+                const float unfused = (l[0] + l[2]) + (l[1] + l[3]);
+                unfused_differs += memcmp(&unfused, &want, 4) != 0;
+                for (int i = 0; i < n; i++) {
+                    e[i] = bf16_value(ab[i]);
+                    y[i] = bf16_value(bb[i]);
+                }
+                g_dot_bf16(n, &want, 0, ab, 0, bb, 0, 1);
+                got = vt_engine_dot_bf16(e, y, n);
+                cr_assert(memcmp(&want, &got, 4) == 0, "%s: dot_bf16 of %d: ggml %a, engine %a", isas[ii], n,
+                          (double)want, (double)got);
+
+                /* Softmax rows: scores below their maximum, a row of the cache
+                 * (a multiple of 16; masked positions are -inf there). */
+                const int m = (n + 15) / 16 * 16;
+                float max = -INFINITY;
+                for (int i = 0; i < m; i++) {
+                    e[i] = i < n ? elementwise_value(&r, i) : -INFINITY;
+                    max = fmaxf(max, e[i]);
+                }
+                memcpy(sx, e, (size_t)m * 4);
+                const double want_sum = g_soft_max(m, y, e, max);
+                const double got_sum = vt_engine_softmax_exp(e, n, max);
+                cr_assert(memcmp(&want_sum, &got_sum, 8) == 0, "%s: softmax of %d: sum %a vs %a", isas[ii], n,
+                          want_sum, got_sum);
+                cr_assert(memcmp(y, e, (size_t)n * 4) == 0, "%s: softmax of %d: exponentials differ", isas[ii], n);
+                /* The inputs tell exponentials apart: the C library's expf
+                 * (what the engine used before) gives other bits somewhere. */
+                for (int i = 0; i < n; i++) {
+                    const float c = expf(sx[i] - max);
+                    libm_differs += memcmp(&c, &y[i], 4) != 0;
+                }
+                for (int i = 0; i < n; i++) {
+                    gg[i] = elementwise_value(&r, i);
+                    b[i] = (float)vt_rng_normal(&r);
+                }
+                g_swiglu(n, y, gg, b);
+                vt_engine_swiglu(gg, b, n);
+                cr_assert(memcmp(y, gg, (size_t)n * 4) == 0, "%s: swiglu of %d differs", isas[ii], n);
+                compared++;
+            }
+    }
+    unsetenv("VT_ENGINE_ISA");
+    cr_assert_eq(compared, 4 * 17 * 3);
+    cr_assert_gt(libm_differs, 0, "the inputs tell the C library's expf from ggml's");
+    cr_assert_gt(unfused_differs, 0, "the inputs tell another summation order from ggml's");
+    dlclose(h);
+}
+
