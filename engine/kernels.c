@@ -1079,85 +1079,32 @@ static inline __attribute__((always_inline)) float dot_tq2_0_body(const uint8_t 
     return hsum8(acc);
 }
 
-/* IQ2_XXS x Q8_K: ggml's x86 (AVX2) vec_dot_iq2_xxs_q8_K: the lanes by
- * position over grid magnitude * sign * (2 * ls + 1), fma(d_w * d_x, lane,
- * acc), and the sum times 1/8. Block: F16 d, then per 32 elements four grid
- * indices and a u32 of four 7-bit sign indices and the 4-bit ls. */
-static inline __attribute__((always_inline)) float dot_iq2_xxs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
-{
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < nb; b++, w += 66, x += 292) {
-        uint16_t dw;
-        float dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 4);
-        const int8_t *q8 = (const int8_t *)(x + 4);
-        int32_t lane[8] = { 0 };
-        for (int g = 0; g < 8; g++) {
-            const uint8_t *q = w + 2 + 8 * g;
-            uint32_t aux;
-            memcpy(&aux, q + 4, 4);
-            const int ls = 2 * (int)(aux >> 28) + 1;
-            for (int l = 0; l < 4; l++) {
-                const uint8_t *grid = vt_iq2xxs_grid[q[l]];
-                const uint8_t signs = vt_iq2_signs[(aux >> (7 * l)) & 127];
-                for (int j = 0; j < 8; j++) {
-                    const int e = 8 * l + j;
-                    const int v = (signs >> j) & 1 ? -(int)grid[j] : (int)grid[j];
-                    lane[e / 4] += ls * v * q8[32 * g + e];
-                }
-            }
-        }
-        const float d = vt_f16_to_f32(dw) * dx;
-        for (int m = 0; m < 8; m++)
-            acc[m] = fmaf(d, (float)lane[m], acc[m]);
-    }
-    return 0.125f * hsum8(acc);
-}
-
-/* IQ2_XS x Q8_K: ggml's x86 (AVX2) vec_dot_iq2_xs_q8_K, as IQ2_XXS but each
- * 16 elements with its own 4-bit scale (2 s + 1). Block: F16 d, 32 u16 codes
- * (9-bit grid index, 7-bit sign index), scales[8]. */
-static inline __attribute__((always_inline)) float dot_iq2_xs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
-{
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < nb; b++, w += 74, x += 292) {
-        uint16_t dw;
-        float dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 4);
-        const uint8_t *scales = w + 66;
-        const int8_t *q8 = (const int8_t *)(x + 4);
-        int32_t lane[8] = { 0 };
-        for (int g = 0; g < 8; g++)
-            for (int l = 0; l < 4; l++) {
-                uint16_t code;
-                memcpy(&code, w + 2 + 2 * (4 * g + l), 2);
-                const uint8_t *grid = vt_iq2xs_grid[code & 511];
-                const uint8_t signs = vt_iq2_signs[code >> 9];
-                const int ls = 2 * ((scales[g] >> (4 * (l / 2))) & 0xf) + 1;
-                for (int j = 0; j < 8; j++) {
-                    const int e = 8 * l + j;
-                    const int v = (signs >> j) & 1 ? -(int)grid[j] : (int)grid[j];
-                    lane[e / 4] += ls * v * q8[32 * g + e];
-                }
-            }
-        const float d = vt_f16_to_f32(dw) * dx;
-        for (int m = 0; m < 8; m++)
-            acc[m] = fmaf(d, (float)lane[m], acc[m]);
-    }
-    return 0.125f * hsum8(acc);
-}
-
-/* IQ2_S, IQ3_XXS and IQ3_S x Q8_K, as IQ2_XS: the lanes by position over
- * grid magnitude * sign * the odd integer scale, fma(d_w * d_x, lane, acc),
- * the sum times the type's constant (1/8, 1/4, 1). iq_value gives element
- * e (0..255) of a block and its scale. */
+/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S x Q8_K, as ggml's x86 (AVX2)
+ * vec_dot_iq*_q8_K: the lanes by position over grid magnitude * sign * the
+ * odd integer scale (2 s + 1), fma(d_w * d_x, lane, acc), the sum times the
+ * type's constant (1/8, 1/8, 1/8, 1/4, 1). iq_value gives element e (0..255)
+ * of a block and its scale. IQ2_XXS: F16 d, then per 32 elements four grid
+ * indices and a u32 of four 7-bit sign indices and the 4-bit scale. IQ2_XS:
+ * F16 d, 32 u16 codes (9-bit grid index, 7-bit sign index), scales[8], a
+ * 4-bit scale per 16 elements. */
 static inline __attribute__((always_inline)) void iq_value(int type, const uint8_t *w, int e, int *v, int *sc)
 {
     const int g = e / 32, l = (e % 32) / 8, j = e % 8;
     int mag, neg;
-    if (type == VT_TYPE_IQ2_S) {
+    if (type == VT_TYPE_IQ2_XXS) {
+        const uint8_t *q = w + 2 + 8 * g;
+        uint32_t aux;
+        memcpy(&aux, q + 4, 4);
+        mag = vt_iq2xxs_grid[q[l]][j];
+        neg = (vt_iq2_signs[(aux >> (7 * l)) & 127] >> j) & 1;
+        *sc = 2 * (int)(aux >> 28) + 1;
+    } else if (type == VT_TYPE_IQ2_XS) {
+        uint16_t code;
+        memcpy(&code, w + 2 + 2 * (4 * g + l), 2);
+        mag = vt_iq2xs_grid[code & 511][j];
+        neg = (vt_iq2_signs[code >> 9] >> j) & 1;
+        *sc = 2 * ((w[66 + g] >> (4 * (l / 2))) & 0xf) + 1;
+    } else if (type == VT_TYPE_IQ2_S) {
         const uint8_t *qs = w + 2, *signs = w + 34, *qh = w + 66, *scales = w + 74;
         const unsigned idx = qs[4 * g + l] | (((unsigned)qh[g] << (8 - 2 * l)) & 0x300u);
         mag = vt_iq2s_grid[idx][j];
@@ -1204,6 +1151,16 @@ static inline __attribute__((always_inline)) float dot_iq_grid_body(const uint8_
             acc[m] = fmaf(d, (float)lane[m], acc[m]);
     }
     return post == 1.0f ? hsum8(acc) : post * hsum8(acc);
+}
+
+static inline __attribute__((always_inline)) float dot_iq2_xxs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_iq_grid_body(w, x, nb, VT_TYPE_IQ2_XXS, 66, 0.125f);
+}
+
+static inline __attribute__((always_inline)) float dot_iq2_xs_body(const uint8_t *w, const uint8_t *x, int64_t nb)
+{
+    return dot_iq_grid_body(w, x, nb, VT_TYPE_IQ2_XS, 74, 0.125f);
 }
 
 static inline __attribute__((always_inline)) float dot_iq2_s_body(const uint8_t *w, const uint8_t *x, int64_t nb)
