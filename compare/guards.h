@@ -74,6 +74,8 @@ typedef struct vt_nt_inputs {
                                {field, left:{file,value}, right:{file,value}|null} */
     vt_reasons *unverified; /* may be NULL: what --allow-unverified let in */
     int stage_start;        /* reasons before this stage (set by vt_nt_guard_stage) */
+    int noise_shape;        /* scores: a second or third shape (neartie.h), which may be
+                               the oracle's eager mode where the oracle ran production */
 } vt_nt_inputs;
 
 typedef struct vt_nt_rule {

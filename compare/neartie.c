@@ -27,14 +27,21 @@ void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt
             out->within_gaps++;
         else
             out->above_gaps++;
-        int above = gap > threshold_mnats;
-        if (in->logp_local_b) {
-            int above_b = vt_nt_gap_mnats(in->logp_argmax_b[i], in->logp_local_b[i]) > threshold_mnats;
-            out->beyond_noise_gaps += above && above_b;
-            out->within_noise_gaps += above != above_b;
-        } else {
-            out->beyond_noise_gaps += above;
+        /* Every shape the oracle scored the stream in: above in all of them
+         * is beyond its noise, above in some but not all is within it. */
+        int above = gap > threshold_mnats, shapes = 1, n_above = above;
+        const double *ol[2] = { in->logp_local_b, in->logp_local_c }, *oa[2] = { in->logp_argmax_b, in->logp_argmax_c };
+        for (int s = 0; s < 2; s++) {
+            if (!ol[s])
+                continue;
+            double g = vt_nt_gap_mnats(oa[s][i], ol[s][i]);
+            shapes++;
+            n_above += g > threshold_mnats;
+            out->above_gaps_other[s] += g > threshold_mnats;
+            out->max_gap_other_mnats[s] = g > out->max_gap_other_mnats[s] ? g : out->max_gap_other_mnats[s];
         }
+        out->beyond_noise_gaps += n_above == shapes;
+        out->within_noise_gaps += n_above > 0 && n_above < shapes;
         if (gap > out->max_gap_mnats) {
             out->max_gap_mnats = gap;
             out->max_gap_pos = i;

@@ -8,17 +8,18 @@
  * (0 positions are never strict: they compare nothing).
  *
  * The oracle's noise (DESIGN.md): an oracle need not agree with itself
- * across execution shapes. Given its scores of the same LOCAL stream in a
- * second shape (replay and batched, engine/runner.h), a position whose gap
- * is above the threshold in one shape and within it in the other is
- * "within the oracle's noise": the oracle itself cannot decide it. Above
- * in both is beyond the noise. A prompt is then
+ * across execution shapes. Given its scores of the same LOCAL stream in
+ * other shapes (replay and batched, engine/runner.h, and eager: one token
+ * per evaluation from the first prompt token), a position whose gap is
+ * above the threshold in some shape and within it in another is "within
+ * the oracle's noise": the oracle itself cannot decide it. Above in every
+ * shape scored is beyond the noise. A prompt is then
  *   failed: some position beyond the noise (or nothing compared);
  *   within-noise: not failed, not strict, some position within the noise;
- *   near-tie-only: not strict, every gap within the threshold in both.
+ *   near-tie-only: not strict, every gap within the threshold in every shape.
  * Without a second shape every position above the threshold is beyond: the
  * noise never excuses what was not measured. A self-consistent oracle
- * (both shapes equal) has no position within the noise. */
+ * (all shapes equal) has no position within the noise. */
 #ifndef VT_NEARTIE_H
 #define VT_NEARTIE_H
 
@@ -41,8 +42,10 @@ typedef struct vt_nt_prompt_input {
     const int32_t *oracle_tokens;
     const double *logp_local;   /* oracle's log-prob of local_tokens[i] */
     const double *logp_argmax;  /* oracle's log-prob of its own argmax at i */
-    /* The same in the oracle's other scoring shape, or both NULL. */
+    /* The same in the oracle's second scoring shape, or both NULL; and in
+     * its third (eager: one token per evaluation), or both NULL. */
     const double *logp_local_b, *logp_argmax_b;
+    const double *logp_local_c, *logp_argmax_c;
 } vt_nt_prompt_input;
 
 typedef struct vt_nt_prompt_result {
@@ -51,8 +54,10 @@ typedef struct vt_nt_prompt_result {
     int32_t local_token, oracle_token; /* at the first divergence */
     double first_gap_mnats;            /* gap at the first divergence */
     int32_t zero_gaps, within_gaps, above_gaps; /* of the first shape's gaps */
-    int32_t within_noise_gaps;         /* above the threshold in exactly one shape */
-    int32_t beyond_noise_gaps;         /* above in both (in the one, without a second) */
+    int32_t within_noise_gaps;         /* above the threshold in some shapes, not all */
+    int32_t beyond_noise_gaps;         /* above in every shape scored (in the one, without others) */
+    int32_t above_gaps_other[2];       /* above the threshold in the second and third shape */
+    double max_gap_other_mnats[2];     /* the largest gap there (0 where not scored) */
     double max_gap_mnats;
     int32_t max_gap_pos;               /* -1 if every gap is 0 */
 } vt_nt_prompt_result;

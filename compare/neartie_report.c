@@ -27,18 +27,35 @@
 #define VT_GIT_REV "unknown"
 #endif
 
-#define REPORT_SCHEMA "vt.neartie-report/3"
+#define REPORT_SCHEMA "vt.neartie-report/4"
 /* The inputs: both captures, the oracle's scores of the local streams (the
- * first shape: replay where there is one), the same in the other shape
- * (SCORES_B, optional), and the oracle's scores of its own streams (SELF:
- * its noise floor, measured only with score_with). */
-enum { LOCAL = 0, ORACLE = 1, SCORES = 2, SCORES_B = 3, SELF = 4, N_DOCS = 5 };
+ * first shape: replay where there is one), the same in its other shapes
+ * (SCORES_B, SCORES_C, optional; in the order replay, batched, eager), and
+ * the oracle's scores of its own streams (SELF: its noise floor, measured
+ * only with score_with). */
+enum { LOCAL = 0, ORACLE = 1, SCORES = 2, SCORES_B = 3, SCORES_C = 4, SELF = 5, N_DOCS = 6 };
 
 static const char noise_rule[] =
-    "the oracle scores the local stream in two shapes (replay: as generation ran; batched: as a prefill); a "
-    "position above the threshold in one shape and within it in the other is within the oracle's noise, above "
-    "in both is beyond it; the gate counts prompts with a position beyond the noise as failed. The oracle's gaps "
-    "on its own stream are its noise floor, reported and never used to excuse a gap";
+    "the oracle scores the local stream in up to three shapes (replay: as generation ran; batched: as a "
+    "prefill; eager: one token per evaluation from the first prompt token); a position above the threshold in "
+    "some shape and within it in another is within the oracle's noise, above in every shape scored is beyond "
+    "it; the gate counts prompts with a position beyond the noise as failed. The oracle's gaps on its own "
+    "stream are its noise floor, reported and never used to excuse a gap";
+
+/* A scoring's shape as the noise rule names it: eager mode evaluates one
+ * token at a time in either shape, so it is one shape of its own. */
+enum { KIND_REPLAY = 0, KIND_BATCHED = 1, KIND_EAGER = 2 };
+static const char *const kind_names[] = { "replay", "batched", "eager" };
+
+static const cJSON *jget(const cJSON *root, const char *a, const char *b, const char *k);
+
+static int scoring_kind(const vt_doc *d)
+{
+    const cJSON *m = jget(d->meta, "settings", "resolved", "mode");
+    if (cJSON_IsString(m) && strcmp(m->valuestring, "eager") == 0)
+        return KIND_EAGER;
+    return d->shape == VT_SHAPE_REPLAY ? KIND_REPLAY : KIND_BATCHED;
+}
 
 typedef struct gap_entry {
     double gap;
@@ -195,7 +212,7 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
         vt_error_set(err, VT_EINPUT, "--model: missing: expected the oracle's GGUF for --score-with %s", o->score_with);
         return NULL;
     }
-    if (o->prefix_scores_b && !o->prefix_scores) {
+    if ((o->prefix_scores_b || o->prefix_scores_c) && !o->prefix_scores) {
         vt_error_set(err, VT_EINPUT, "--prefix-scores: a second without a first");
         return NULL;
     }
@@ -221,34 +238,42 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
     c->json_failures = vt_json_alloc_failures(); /* every JSON built from here on must be whole */
     for (int i = 0; i < N_DOCS; i++)
         c->doc[i].error_run.run = c->doc[i].error_after.run = c->doc[i].differs.run = -1;
-    vt_doc_source src[4] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
+    vt_doc_source src[5] = { { .path = o->local, .kind = VT_DOC_CAPTURE },
                              { .path = o->oracle, .kind = VT_DOC_CAPTURE },
                              { .path = o->prefix_scores, .kind = VT_DOC_PREFIX },
-                             { .path = o->prefix_scores_b, .kind = VT_DOC_PREFIX } };
-    int n = o->prefix_scores_b ? 4 : o->prefix_scores ? 3 : 2;
+                             { .path = o->prefix_scores_b, .kind = VT_DOC_PREFIX },
+                             { .path = o->prefix_scores_c, .kind = VT_DOC_PREFIX } };
+    if (!o->prefix_scores_b && o->prefix_scores_c) /* no gap in the list */
+        src[3] = src[4];
+    int n = 2 + !!o->prefix_scores + !!o->prefix_scores_b + !!o->prefix_scores_c;
     if (vt_doc_read_all(src, c->doc, n, err) != VT_OK) {
         free(c);
         return NULL;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         c->have[i] = 1;
-    c->file[SCORES] = o->prefix_scores;
-    c->file[SCORES_B] = o->prefix_scores_b;
-    if (n == 4) {
-        if (c->doc[SCORES].shape == c->doc[SCORES_B].shape) {
-            vt_error_set(err, VT_EINPUT, "%s, %s: both scored in shape %s: expected one replay and one batched",
-                         o->prefix_scores, o->prefix_scores_b, vt_score_shape_name(c->doc[SCORES].shape));
-            vt_nt_free(c);
-            return NULL;
-        }
-        if (c->doc[SCORES].shape != VT_SHAPE_REPLAY) { /* replay first */
-            vt_doc t = c->doc[SCORES];
-            c->doc[SCORES] = c->doc[SCORES_B];
-            c->doc[SCORES_B] = t;
-            c->file[SCORES] = o->prefix_scores_b;
-            c->file[SCORES_B] = o->prefix_scores;
-        }
+        c->file[i] = src[i].path;
     }
+    /* Each shape at most once, in the order replay, batched, eager: the
+     * first is the one whose gaps are shown. */
+    for (int i = SCORES; i < n; i++)
+        for (int k = i + 1; k < n; k++) {
+            if (scoring_kind(&c->doc[i]) == scoring_kind(&c->doc[k])) {
+                vt_error_set(err, VT_EINPUT, "%s, %s: both scored in shape %s: expected each of replay, batched "
+                             "and eager at most once", c->file[i], c->file[k], kind_names[scoring_kind(&c->doc[i])]);
+                vt_nt_free(c);
+                return NULL;
+            }
+            if (scoring_kind(&c->doc[k]) < scoring_kind(&c->doc[i])) {
+                vt_doc t = c->doc[i];
+                const char *f = c->file[i];
+                c->doc[i] = c->doc[k];
+                c->file[i] = c->file[k];
+                c->doc[k] = t;
+                c->file[k] = f;
+            }
+        }
+    c->file[LOCAL] = c->file[ORACLE] = NULL;
     if (!(c->allowed = cJSON_CreateArray())) {
         vt_error_set(err, VT_EINPUT, "out of memory");
         vt_nt_free(c);
@@ -268,7 +293,7 @@ static const cJSON *jget(const cJSON *root, const char *a, const char *b, const 
 /* The oracle teacher-forced on the streams of doc[of] in shape, by the
  * capture library's prefix scoring, with the oracle's resolved
  * configuration, into doc[into]. */
-static int score_here(vt_neartie *c, int of, vt_score_shape shape, int into, vt_error *err)
+static int score_here(vt_neartie *c, int of, vt_score_shape shape, int eager, int into, vt_error *err)
 {
     const vt_doc *oracle = &c->doc[ORACLE];
     vt_capture_opts co;
@@ -297,6 +322,8 @@ static int score_here(vt_neartie *c, int of, vt_score_shape shape, int into, vt_
     co.settings.n_ctx = (int32_t)n_ctx->valuedouble;
     co.settings.n_batch = (int32_t)n_batch->valuedouble;
     co.settings.n_threads = c->o.threads > 0 ? c->o.threads : (int32_t)threads->valuedouble;
+    if (eager) /* the oracle's eager shape: one token per evaluation, on one thread */
+        co.settings.mode = VT_MODE_EAGER;
     vt_capture *cap = vt_capture_open(&co, err);
     if (!cap)
         return err && err->code ? err->code : VT_EINPUT;
@@ -317,7 +344,7 @@ static int score_here(vt_neartie *c, int of, vt_score_shape shape, int into, vt_
         snprintf(name, sizeof name, "%s", c->o.scores_out);
     else
         snprintf(name, sizeof name, "prefix scores of the %s streams, %s (--score-with)", of == LOCAL ? "local" : "oracle's own",
-                 vt_score_shape_name(shape));
+                 eager ? "eager" : vt_score_shape_name(shape));
     vt_doc_source src = { .path = name, .text = c->text[into], .len = c->text_len[into], .kind = VT_DOC_PREFIX,
                           .no_side_files = 1 };
     rc = vt_doc_read(&src, &c->doc[into], err);
@@ -342,20 +369,26 @@ int vt_nt_guard(vt_neartie *c, vt_error *err)
     if (vt_nt_n_refusals(c))
         return VT_OK;
     if (c->o.score_with) {
-        /* Both shapes of the local streams, and the oracle's own streams
-         * batched (replayed, a deterministic oracle's own stream has no gap
-         * by construction: engine/runner.h). */
-        int rc = score_here(c, LOCAL, VT_SHAPE_REPLAY, SCORES, err);
+        /* Every shape of the local streams (eager only where the oracle
+         * ran production: an eager oracle has that shape already), and the
+         * oracle's own streams batched (replayed, a deterministic oracle's
+         * own stream has no gap by construction: engine/runner.h). */
+        const cJSON *mode = jget(c->doc[ORACLE].meta, "settings", "resolved", "mode");
+        int production = cJSON_IsString(mode) && strcmp(mode->valuestring, "production") == 0;
+        int rc = score_here(c, LOCAL, VT_SHAPE_REPLAY, 0, SCORES, err);
         if (rc == VT_OK)
-            rc = score_here(c, LOCAL, VT_SHAPE_BATCHED, SCORES_B, err);
+            rc = score_here(c, LOCAL, VT_SHAPE_BATCHED, 0, SCORES_B, err);
+        if (rc == VT_OK && production)
+            rc = score_here(c, LOCAL, VT_SHAPE_REPLAY, 1, SCORES_C, err);
         if (rc == VT_OK)
-            rc = score_here(c, ORACLE, VT_SHAPE_BATCHED, SELF, err);
+            rc = score_here(c, ORACLE, VT_SHAPE_BATCHED, 0, SELF, err);
         if (rc)
             return rc;
     }
-    for (int k = SCORES; k <= SCORES_B && !vt_nt_n_refusals(c); k++)
+    for (int k = SCORES; k <= SCORES_C && !vt_nt_n_refusals(c); k++)
         if (c->have[k]) {
             in.scores = &c->doc[k];
+            in.noise_shape = k != SCORES;
             vt_nt_guard_stage(&in, VT_NT_SCORES, &c->refusals);
         }
     return c->unverified.oom ? vt_error_set(err, VT_EINPUT, "%s", lost) : VT_OK;
@@ -488,19 +521,24 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "prefix_scores");
     cJSON_AddStringToObject(ps, "scored_by", c->o.score_with ? by : "file");
     cJSON_AddStringToObject(ps, "shape", vt_score_shape_name(S->shape));
+    cJSON_AddStringToObject(ps, "noise_shape", kind_names[scoring_kind(S)]);
     cJSON *noise = cJSON_AddObjectToObject(r, "noise");
     cJSON_AddStringToObject(noise, "rule", noise_rule);
     cJSON_AddBoolToObject(noise, "available", c->have[SCORES_B]);
-    if (c->have[SCORES_B]) {
-        add_doc_ref(noise, "second_shape", &c->doc[SCORES_B],
-                    c->file[SCORES_B] ? base_name(c->file[SCORES_B]) : NULL);
-        cJSON *ss = cJSON_GetObjectItemCaseSensitive(noise, "second_shape");
-        cJSON_AddStringToObject(ss, "scored_by", c->o.score_with ? by : "file"); /* a file's values are as honest as its maker */
-        cJSON_AddStringToObject(ss, "shape", vt_score_shape_name(c->doc[SCORES_B].shape));
-    } else {
+    if (!c->have[SCORES_B])
         cJSON_AddStringToObject(noise, "reason", "prefix scores in one shape only: every gap above the threshold "
                                                  "counts as beyond the oracle's noise");
-        cJSON_AddNullToObject(noise, "second_shape");
+    static const char *const other_key[2] = { "second_shape", "third_shape" };
+    for (int k = SCORES_B; k <= SCORES_C; k++) {
+        if (!c->have[k]) {
+            cJSON_AddNullToObject(noise, other_key[k - SCORES_B]);
+            continue;
+        }
+        add_doc_ref(noise, other_key[k - SCORES_B], &c->doc[k], c->file[k] ? base_name(c->file[k]) : NULL);
+        cJSON *ss = cJSON_GetObjectItemCaseSensitive(noise, other_key[k - SCORES_B]);
+        cJSON_AddStringToObject(ss, "scored_by", c->o.score_with ? by : "file"); /* a file's values are as honest as its maker */
+        cJSON_AddStringToObject(ss, "shape", vt_score_shape_name(c->doc[k].shape));
+        cJSON_AddStringToObject(ss, "noise_shape", kind_names[scoring_kind(&c->doc[k])]);
     }
     if (c->have[SELF]) {
         cJSON *fl = cJSON_AddObjectToObject(noise, "floor");
@@ -564,6 +602,12 @@ static int build_report(vt_neartie *c, vt_error *err)
             cJSON_AddNumberToObject(e, "max_gap_position", x->max_gap_pos);
         cJSON_AddNumberToObject(e, "within_noise_gaps", x->within_noise_gaps);
         cJSON_AddNumberToObject(e, "beyond_noise_gaps", x->beyond_noise_gaps);
+        cJSON *bys = cJSON_AddObjectToObject(e, "max_gap_by_shape_mnats"); /* every shape scored */
+        cJSON_AddNumberToObject(bys, kind_names[scoring_kind(S)], x->max_gap_mnats);
+        for (int k = SCORES_B; k <= SCORES_C; k++)
+            if (c->have[k])
+                cJSON_AddNumberToObject(bys, kind_names[scoring_kind(&c->doc[k])],
+                                        x->max_gap_other_mnats[k - SCORES_B]);
         if (isnan(c->floor_gap[p])) {
             cJSON_AddNullToObject(e, "noise_floor_mnats");
             cJSON_AddNullToObject(e, "noise_floor_position");
@@ -591,6 +635,16 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON_AddNumberToObject(tot, "scorer_disagreements", (double)t->scorer_disagreements);
     cJSON_AddNumberToObject(tot, "within_noise_gaps", (double)t->within_noise_gaps);
     cJSON_AddNumberToObject(tot, "beyond_noise_gaps", (double)t->beyond_noise_gaps);
+    cJSON *tsh = cJSON_AddArrayToObject(tot, "shapes"); /* per shape scored: gaps above the threshold, largest gap */
+    for (int k = SCORES; k <= SCORES_C; k++) {
+        if (!c->have[k])
+            continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "shape", kind_names[scoring_kind(&c->doc[k])]);
+        cJSON_AddNumberToObject(e, "above_gaps", (double)(k == SCORES ? t->above_gaps : t->above_other[k - SCORES_B]));
+        cJSON_AddNumberToObject(e, "max_gap_mnats", k == SCORES ? t->max_gap_mnats : t->max_other_mnats[k - SCORES_B]);
+        cJSON_AddItemToArray(tsh, e);
+    }
     if (c->have[SELF])
         cJSON_AddNumberToObject(tot, "noise_floor_max_mnats", t->noise_floor_max_mnats);
     else
@@ -765,7 +819,9 @@ static int build_junit(vt_neartie *c, vt_error *err)
                                { "scorer_disagreements", dis },
                                { "scores_shape", vt_score_shape_name(c->doc[SCORES].shape) },
                                { "noise_second_shape",
-                                 c->have[SCORES_B] ? vt_score_shape_name(c->doc[SCORES_B].shape) : "none" },
+                                 c->have[SCORES_B] ? kind_names[scoring_kind(&c->doc[SCORES_B])] : "none" },
+                               { "noise_third_shape",
+                                 c->have[SCORES_C] ? kind_names[scoring_kind(&c->doc[SCORES_C])] : "none" },
                                { "within_noise_prompts", wn },
                                { "noise_floor_max_mnats", fl } };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
@@ -812,7 +868,7 @@ static int build_table(vt_neartie *c, vt_error *err)
         w = n > w ? (n > 32 ? 32 : n) : w;
     }
     char scores[900];
-    const char *shape = vt_score_shape_name(c->doc[SCORES].shape);
+    const char *shape = kind_names[scoring_kind(&c->doc[SCORES])];
     if (c->file[SCORES])
         snprintf(scores, sizeof scores, "prefix scores %.600s (%s)", c->file[SCORES], shape);
     else
@@ -839,12 +895,19 @@ static int build_table(vt_neartie *c, vt_error *err)
               "%lld zero gaps, %lld within %g, %lld above; max gap %.3f milli-nats\n", t->prompts, t->strict,
               t->near_tie, t->within_noise, t->failed, (long long)t->positions, (long long)t->zero_gaps,
               (long long)t->within_gaps, c->o.threshold_mnats, (long long)t->above_gaps, t->max_gap_mnats);
-    if (c->have[SCORES_B])
-        vt_sbuf_printf(&b, "oracle's noise: the local streams also scored %s: %lld positions within the oracle's "
-                       "noise (above the threshold in one shape only), %lld beyond (above in both)\n",
-                       vt_score_shape_name(c->doc[SCORES_B].shape), (long long)t->within_noise_gaps,
-                       (long long)t->beyond_noise_gaps);
-    else
+    if (c->have[SCORES_B]) {
+        vt_sbuf_printf(&b, "oracle's noise: the local streams also scored %s%s%s: %lld positions within the oracle's "
+                       "noise (above the threshold in some shape, within it in another), %lld beyond (above in every "
+                       "shape); above the threshold per shape:", kind_names[scoring_kind(&c->doc[SCORES_B])],
+                       c->have[SCORES_C] ? " and " : "", c->have[SCORES_C] ? kind_names[scoring_kind(&c->doc[SCORES_C])] : "",
+                       (long long)t->within_noise_gaps, (long long)t->beyond_noise_gaps);
+        for (int k = SCORES; k <= SCORES_C; k++)
+            if (c->have[k])
+                vt_sbuf_printf(&b, "%s %s %lld (max gap %.3f)", k == SCORES ? "" : ",", kind_names[scoring_kind(&c->doc[k])],
+                               (long long)(k == SCORES ? t->above_gaps : t->above_other[k - SCORES_B]),
+                               k == SCORES ? t->max_gap_mnats : t->max_other_mnats[k - SCORES_B]);
+        vt_sbuf_puts(&b, "\n");
+    } else
         vt_sbuf_printf(&b, "oracle's noise: not measured (prefix scores in one shape): %lld positions above the "
                        "threshold all count as beyond it\n", (long long)t->beyond_noise_gaps);
     if (c->have[SELF]) {
@@ -986,11 +1049,16 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
         const int32_t *lt = L->tokens + L->off[p], *ot = O->tokens + O->off[p];
         const double *lp = S->logprobs + S->off[p], *ap = S->argmax_logprobs + S->off[p];
-        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL };
+        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL, NULL, NULL };
         if (c->have[SCORES_B]) {
             const vt_doc *B = &c->doc[SCORES_B];
             in.logp_local_b = B->logprobs + B->off[p];
             in.logp_argmax_b = B->argmax_logprobs + B->off[p];
+        }
+        if (c->have[SCORES_C]) {
+            const vt_doc *C = &c->doc[SCORES_C];
+            in.logp_local_c = C->logprobs + C->off[p];
+            in.logp_argmax_c = C->argmax_logprobs + C->off[p];
         }
         vt_nt_score_prompt(&in, thr, &c->res[p]);
         /* The oracle's noise floor: its largest gap on its own stream. */
@@ -1031,6 +1099,10 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         t->within_noise += x->cls == VT_PROMPT_WITHIN_NOISE;
         t->within_noise_gaps += x->within_noise_gaps;
         t->beyond_noise_gaps += x->beyond_noise_gaps;
+        for (int s = 0; s < 2; s++) {
+            t->above_other[s] += x->above_gaps_other[s];
+            t->max_other_mnats[s] = fmax(t->max_other_mnats[s], x->max_gap_other_mnats[s]);
+        }
         t->positions += n;
         t->zero_gaps += x->zero_gaps;
         t->within_gaps += x->within_gaps;
@@ -1097,12 +1169,13 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
         return VT_OK;
     /* The outputs may not alias any input: captures, scores, model, the
      * package, and every side file an input names. */
-    const char *inputs[16];
+    const char *inputs[20];
     int ni = 0;
     const char *direct[] = { c->o.local,
                              c->o.oracle,
                              c->o.prefix_scores,
                              c->o.prefix_scores_b,
+                             c->o.prefix_scores_c,
                              c->o.model,
                              c->o.package,
                              c->tok_file[0] ? c->tok_file : NULL,
@@ -1111,7 +1184,8 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
                              c->doc[ORACLE].topk_path,
                              c->doc[ORACLE].logits_path,
                              c->o.prefix_scores ? c->doc[SCORES].logits_path : NULL,
-                             c->o.prefix_scores_b ? c->doc[SCORES_B].logits_path : NULL };
+                             c->o.prefix_scores_b ? c->doc[SCORES_B].logits_path : NULL,
+                             c->o.prefix_scores_c ? c->doc[SCORES_C].logits_path : NULL };
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
         if (direct[i])
             inputs[ni++] = direct[i];

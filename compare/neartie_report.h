@@ -14,15 +14,18 @@
  *  - a text table (one line per prompt: id, class, first divergence,
  *    local and oracle token there, gap; then totals, largest gaps, metrics,
  *    allowed differences, gate);
- *  - a JSON report, schema vt.neartie-report/3 (/1 had no evidence member,
- *    /2 no noise members), canonical JSON and a
+ *  - a JSON report, schema vt.neartie-report/4 (/1 had no evidence member,
+ *    /2 no noise members, /3 two noise shapes at most: no third_shape,
+ *    noise_shape, max_gap_by_shape_mnats or totals.shapes), canonical JSON and a
  *    newline, sealed like a capture (seal: SHA-256 of the canonical JSON of
  *    everything before it), members in this order:
  *      schema, tool{name,version,git},
  *      local{file,sha256,seal,workload_seal,runner},
- *      oracle{...}, prefix_scores{file,sha256,seal,workload_seal,runner,scored_by,shape},
+ *      oracle{...}, prefix_scores{file,sha256,seal,workload_seal,runner,scored_by,shape,
+ *        noise_shape (replay, batched or eager: eager mode is a shape of its own)},
  *      noise{rule, available, reason? (without a second shape),
- *        second_shape{file,sha256,seal,workload_seal,runner,scored_by,shape}|null,
+ *        second_shape{file,sha256,seal,workload_seal,runner,scored_by,shape,noise_shape}|null,
+ *        third_shape{...}|null,
  *        floor{shape,seal,definition}|null (measured only with score_with)},
  *      threshold_mnats, token_text{file,note},
  *      allowed_differences[{field,differs,differences[{field,left,right}]}],
@@ -33,10 +36,12 @@
  *        local{id,text?},oracle{id,text?},gap_mnats,local_margin_mnats,
  *        oracle_margin_mnats},zero_gaps,within_gaps,
  *        above_gaps,max_gap_mnats,max_gap_position|null,within_noise_gaps,
- *        beyond_noise_gaps,noise_floor_mnats|null,noise_floor_position|null}],
+ *        beyond_noise_gaps,max_gap_by_shape_mnats{SHAPE: gap, per shape scored},
+ *        noise_floor_mnats|null,noise_floor_position|null}],
  *      totals{prompts,strict,near_tie_only,failed,within_noise,positions,
  *        zero_gaps,within_gaps,above_gaps,max_gap_mnats,scorer_disagreements,
- *        within_noise_gaps,beyond_noise_gaps,noise_floor_max_mnats|null},
+ *        within_noise_gaps,beyond_noise_gaps,shapes[{shape,above_gaps,max_gap_mnats}],
+ *        noise_floor_max_mnats|null},
  *      largest_gaps[{prompt,id,position,gap_mnats,local,oracle,context[]}],
  *      metrics{available,reason?|scope,positions,prompts,kld{...},
  *        top1_agreement,max_abs_dlogit,max_abs_dlogprob,rms_dp,max_abs_dp},
@@ -72,7 +77,8 @@
 typedef struct vt_nt_opts {
     const char *local, *oracle;
     const char *prefix_scores; /* a vt.prefix-scores, or NULL with score_with */
-    const char *prefix_scores_b; /* the same scores in the other shape, or NULL */
+    const char *prefix_scores_b; /* the same scores in another shape, or NULL */
+    const char *prefix_scores_c; /* and in a third, or NULL (neartie.h: replay, batched, eager) */
     const char *score_with;    /* a runner name: score here, or NULL */
     const char *model;         /* GGUF: the scorer's model, and the token text */
     int32_t threads;           /* the scorer's threads; 0: the oracle's */
@@ -97,6 +103,8 @@ typedef struct vt_nt_totals {
     int32_t within_noise;          /* prompts (neartie.h): not counted as failed */
     int64_t positions, zero_gaps, within_gaps, above_gaps;
     int64_t within_noise_gaps, beyond_noise_gaps;
+    int64_t above_other[2];     /* gaps above the threshold in the second and third shape */
+    double max_other_mnats[2];  /* the largest gap there */
     double max_gap_mnats;
     double noise_floor_max_mnats;  /* the oracle's largest gap on its own streams (with score_with) */
     int64_t scorer_disagreements; /* positions of identical prefix where the

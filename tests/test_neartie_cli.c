@@ -540,7 +540,7 @@ static cJSON *check_report(const char *path)
     cr_assert_not_null(text, "%s", path);
     cJSON *r = cJSON_ParseWithLength(text, n);
     cr_assert_not_null(r);
-    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/3");
+    cr_assert_str_eq(get(r, "schema")->valuestring, "vt.neartie-report/4");
     vt_error err;
     vt_error_clear(&err);
     size_t cn;
@@ -663,20 +663,25 @@ static cJSON *at(cJSON *root, const char *path);
 
 /* ------------------------------------------------- the oracle's noise */
 
-/* S.json as written, in another shape, with prompt 15's gap at position 7
- * set to gap milli-nats, sealed to S2.json. */
-static void second_shape(env *e, const char *shape, double gap)
+/* S.json as written, in another shape (and, with mode, another execution
+ * mode), with prompt 15's gap at position 7 set to gap milli-nats, sealed
+ * to name in the test's directory. */
+static void other_shape(env *e, const char *name, const char *shape, const char *mode, double gap)
 {
     cJSON *S = load_json(e->S);
     cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(S, "shape"), shape);
+    if (mode)
+        cJSON_SetValuestring(at(S, "settings.resolved.mode"), mode);
     cJSON *run = cJSON_GetArrayItem(at(S, "runs"), 15);
     double alp = cJSON_GetArrayItem(at(run, "argmax_logprobs"), 7)->valuedouble;
     cJSON_SetNumberValue(cJSON_GetArrayItem(at(run, "logprobs"), 7), alp - gap / 1000.0);
     char path[400];
-    snprintf(path, sizeof path, "%s/S2.json", e->dir);
+    snprintf(path, sizeof path, "%s/%s", e->dir, name);
     write_sealed(S, path);
     cJSON_Delete(S);
 }
+
+static void second_shape(env *e, const char *shape, double gap) { other_shape(e, "S2.json", shape, NULL, gap); }
 
 /* Prompt 15 diverges with a gap of 600 milli-nats in the replayed scores;
  * the batched scores decide whether that is the oracle's noise. */
@@ -732,17 +737,79 @@ Test(noise, a_second_shape_decides_a_gap_above_the_threshold)
         cJSON_Delete(r);
         check_junit(e.J, 16, 0);
         cr_assert(strstr(e.cmd_out, "p15     within-noise       7"), "%s", e.cmd_out);
-        cr_assert(strstr(e.cmd_out, "1 positions within the oracle's noise (above the threshold in one shape only), "
-                                    "0 beyond"), "%s", e.cmd_out);
+        cr_assert(strstr(e.cmd_out, "1 positions within the oracle's noise (above the threshold in some shape, within "
+                                    "it in another), 0 beyond (above in every shape); above the threshold per shape: "
+                                    "replay 1 (max gap 600.000), batched 0 (max gap 100.000)"), "%s", e.cmd_out);
         cr_assert(strstr(e.cmd_out, "gate: --require-strict 0 --max-failed 0: passed; 1 prompt within the oracle's "
                                     "noise, not counted as failed"), "%s", e.cmd_out);
     }
     /* Two files of one shape: refused. */
     second_shape(&e, "replay", 100.0);
     expect_refused(&e, neartie(&e, "--prefix-scores S2.json"),
-                   "S.json, S2.json: both scored in shape replay: expected one replay and one batched");
-    expect_refused(&e, neartie(&e, "--prefix-scores S2.json --prefix-scores S.json"),
-                   "--prefix-scores 'S.json': expected at most two");
+                   "S.json, S2.json: both scored in shape replay: expected each of replay, batched and eager at most once");
+    expect_refused(&e, neartie(&e, "--prefix-scores S2.json --prefix-scores S.json --prefix-scores S2.json"),
+                   "--prefix-scores 'S2.json': expected at most three");
+    teardown(&e);
+}
+
+/* The third shape: the oracle's eager mode (one token per evaluation).
+ * Replay and batched both put prompt 15's position 7 above the threshold;
+ * eager decides. Eager mode is a shape of its own, whatever the file's
+ * shape member says, and it may differ from the oracle's production mode
+ * only as a noise shape. */
+Test(noise, an_eager_third_shape_decides_what_two_shapes_cannot)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 600.0);
+    docs_write(&e, &d, NULL);
+    second_shape(&e, "batched", 600.0);
+    /* Eager above as well: beyond in all three, failed. */
+    other_shape(&e, "S3.json", "replay", "eager", 700.0);
+    cr_assert_eq(neartie(&e, "--prefix-scores S2.json --prefix-scores S3.json"), 1, "%s", e.cmd_err);
+    cJSON *r = check_report(e.R);
+    cr_assert_str_eq(get(report_prompt(r, 15), "class")->valuestring, "failed");
+    cr_assert_eq(get(report_prompt(r, 15), "beyond_noise_gaps")->valuedouble, 1);
+    cr_assert_eq(get(get(report_prompt(r, 15), "max_gap_by_shape_mnats"), "eager")->valuedouble, 700.0);
+    cr_assert_str_eq(get(get(get(r, "noise"), "third_shape"), "noise_shape")->valuestring, "eager");
+    cr_assert_eq(cJSON_GetArraySize(get(get(r, "totals"), "shapes")), 3);
+    cJSON_Delete(r);
+    /* Eager within (100): within the noise, in any order of the files. */
+    other_shape(&e, "S3.json", "batched", "eager", 100.0);
+    const char *orders[] = { "--prefix-scores S2.json --prefix-scores S3.json",
+                             "--prefix-scores S3.json --prefix-scores S2.json" };
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(neartie(&e, orders[k]), 0, "%s", e.cmd_err);
+        r = check_report(e.R);
+        const cJSON *p15 = report_prompt(r, 15);
+        cr_assert_str_eq(get(p15, "class")->valuestring, "within-noise");
+        cr_assert_eq(get(p15, "within_noise_gaps")->valuedouble, 1);
+        cr_assert_eq(get(p15, "beyond_noise_gaps")->valuedouble, 0);
+        cr_assert_eq(get(get(p15, "max_gap_by_shape_mnats"), "replay")->valuedouble, 600.0);
+        cr_assert_eq(get(get(p15, "max_gap_by_shape_mnats"), "batched")->valuedouble, 600.0);
+        cr_assert_eq(get(get(p15, "max_gap_by_shape_mnats"), "eager")->valuedouble, 100.0);
+        cr_assert_str_eq(get(get(get(r, "noise"), "second_shape"), "noise_shape")->valuestring, "batched");
+        cr_assert_str_eq(get(get(get(r, "noise"), "third_shape"), "file")->valuestring, "S3.json");
+        cr_assert_str_eq(get(get(r, "prefix_scores"), "noise_shape")->valuestring, "replay");
+        cJSON_Delete(r);
+        cr_assert(strstr(e.cmd_out, "also scored batched and eager: 1 positions within the oracle's noise (above the "
+                                    "threshold in some shape, within it in another), 0 beyond (above in every shape); "
+                                    "above the threshold per shape: replay 1 (max gap 600.000), batched 1 (max gap "
+                                    "600.000), eager 0 (max gap 100.000)"), "%s", e.cmd_out);
+    }
+    /* Eager with only the replay scores: the same decision from two shapes. */
+    cr_assert_eq(neartie(&e, "--prefix-scores S3.json"), 0, "%s", e.cmd_err);
+    /* Eager as the only scores: not the oracle's mode, refused; eager
+     * twice: refused. */
+    unlink(e.R);
+    unlink(e.J);
+    expect_refused(&e, sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle O.json --prefix-scores S3.json "
+                              "--out R.json --junit J.xml", e.dir, VT_BIN),
+                   "settings.resolved.mode");
+    other_shape(&e, "S4.json", "replay", "eager", 100.0);
+    expect_refused(&e, neartie(&e, "--prefix-scores S3.json --prefix-scores S4.json"),
+                   "S3.json, S4.json: both scored in shape eager");
     teardown(&e);
 }
 
@@ -2527,6 +2594,10 @@ Test(real, the_oracle_replaying_its_own_stream_has_no_gap, .timeout = 900)
     cr_assert_str_eq(get(get(noise, "second_shape"), "scored_by")->valuestring, "vt-neartie --score-with llamacpp");
     cr_assert_str_eq(get(get(noise, "floor"), "shape")->valuestring, "batched");
     cr_assert_str_eq(get(get(r, "prefix_scores"), "shape")->valuestring, "replay");
+    /* The third shape: llama.cpp in eager mode, scored here too. */
+    cr_assert_str_eq(get(get(noise, "third_shape"), "noise_shape")->valuestring, "eager");
+    cr_assert_str_eq(get(get(noise, "third_shape"), "scored_by")->valuestring, "vt-neartie --score-with llamacpp");
+    cr_assert_eq(cJSON_GetArraySize(get(get(r, "totals"), "shapes")), 3);
     for (int p = 0; p < 3; p++) {
         double fl = get(report_prompt(r, p), "noise_floor_mnats")->valuedouble;
         cr_assert(fabs(fl - max_gap_of(S[1], p)) < 1e-6, "prompt %d: floor %g, batched self-gap %g", p, fl,

@@ -57,19 +57,32 @@ Test(planted, an_engine_error_fails_beyond_the_oracles_noise)
                                 " --model '%s' --out '%s' --allow-unverified", VT_BIN, local, oracle, model, report);
         cr_assert_eq(rc, planted ? 1 : 0, "planted %d: exit %d: %s%s", planted, rc, e.cmd_err, e.cmd_out);
         cJSON *r = vt_test_load_json(report);
-        cr_assert_str_eq(vt_test_get(r, "schema")->valuestring, "vt.neartie-report/3");
+        cr_assert_str_eq(vt_test_get(r, "schema")->valuestring, "vt.neartie-report/4");
         const cJSON *t = vt_test_get(r, "totals");
         cr_assert(vt_test_get(t, "noise_floor_max_mnats")->valuedouble > 10.0, "the oracle's noise is not zero here");
         if (planted) {
             cr_assert_eq(vt_test_get(t, "failed")->valuedouble, 3);
             cr_assert_eq(vt_test_get(t, "within_noise")->valuedouble, 0);
-            cr_assert_eq(vt_test_get(t, "within_noise_gaps")->valuedouble, 0);
             cr_assert_gt(vt_test_get(t, "beyond_noise_gaps")->valuedouble, 10);
+            /* With three shapes a planted position can fall within the
+             * threshold in one of them (measured: 1 of 29 above anywhere):
+             * the noise takes next to nothing of a real error. */
+            cr_assert_lt(4 * vt_test_get(t, "within_noise_gaps")->valuedouble,
+                         vt_test_get(t, "beyond_noise_gaps")->valuedouble);
             cr_assert_gt(vt_test_get(t, "max_gap_mnats")->valuedouble, 5000.0);
         } else {
             cr_assert_eq(vt_test_get(t, "failed")->valuedouble, 0);
             cr_assert_eq(vt_test_get(t, "beyond_noise_gaps")->valuedouble, 0);
         }
+        /* The third shape, llama.cpp one token per evaluation: the engine's
+         * arithmetic at one token is ggml's to the bit, so the clean stream
+         * has no gap there at all; the planted one is above there too. */
+        const cJSON *eager = cJSON_GetArrayItem(vt_test_get(t, "shapes"), 2);
+        cr_assert_str_eq(vt_test_get(eager, "shape")->valuestring, "eager");
+        if (planted)
+            cr_assert_gt(vt_test_get(eager, "above_gaps")->valuedouble, 10);
+        else
+            cr_assert_eq(vt_test_get(eager, "max_gap_mnats")->valuedouble, 0.0);
         cJSON_Delete(r);
         unlink(report);
     }

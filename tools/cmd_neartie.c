@@ -15,7 +15,7 @@
 
 static const char usage_text[] =
     "usage: vt-neartie --local L.json --oracle O.json\n"
-    "                  (--prefix-scores S.json [--prefix-scores S2.json]\n"
+    "                  (--prefix-scores S.json [--prefix-scores S2.json [--prefix-scores S3.json]]\n"
     "                   | --score-with llamacpp --model X.gguf [--threads N]\n"
     "                   [--scores-out S.json] [--package PKG.tgz [--package-root DIR] [--lock L]])\n"
     "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--overwrite]\n"
@@ -28,12 +28,14 @@ static const char usage_text[] =
     "here by --score-with RUNNER on --model with the oracle's resolved settings. At each position\n"
     "gap = logp(oracle argmax) - logp(local token), in milli-nats. A prompt is strict (same\n"
     "tokens), near-tie-only (not strict, every gap <= --threshold-mnats) or failed.\n"
-    "The oracle's noise: --score-with scores the local streams in both shapes (replay, as\n"
-    "generation ran: the gaps shown; and batched, as a prefill), and the oracle's own streams\n"
-    "batched (its noise floor, reported only). A position above the threshold in one shape and\n"
-    "within it in the other is within the oracle's noise (the oracle cannot decide it); a prompt\n"
-    "with such positions and none above in both is within-noise, not failed. Two --prefix-scores\n"
-    "files (one replay, one batched) do the same; with one, every gap above counts as failed.\n"
+    "The oracle's noise: --score-with scores the local streams in three shapes (replay, as\n"
+    "generation ran: the gaps shown; batched, as a prefill; and eager, one token per evaluation\n"
+    "from the first prompt token, where the oracle ran in production mode), and the oracle's own\n"
+    "streams batched (its noise floor, reported only). A position above the threshold in some\n"
+    "shape and within it in another is within the oracle's noise (the oracle cannot decide it);\n"
+    "a prompt with such positions and none above in every shape is within-noise, not failed.\n"
+    "Up to three --prefix-scores files (each shape at most once) do the same; with one, every\n"
+    "gap above counts as failed.\n"
     "\n"
     "Before anything is scored every input is read once by the one capture reader (seals, schema,\n"
     "canonical form, side files, determinism re-checked from the runs, prefix-score values checked),\n"
@@ -54,7 +56,7 @@ static const char usage_text[] =
     "full-logits side files, KL(oracle||local) and related metrics are computed over the positions\n"
     "whose prefixes are identical.\n"
     "\n"
-    "Prints a table on stdout; --out writes a sealed vt.neartie-report/3 (canonical JSON),\n"
+    "Prints a table on stdout; --out writes a sealed vt.neartie-report/4 (canonical JSON),\n"
     "--junit a JUnit XML file (one test case per prompt), published together.\n"
     "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
     "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n";
@@ -93,9 +95,9 @@ int vt_cmd_neartie(int argc, char **argv)
         else if (strcmp(a, "--oracle") == 0)
             o.oracle = v;
         else if (strcmp(a, "--prefix-scores") == 0) {
-            if (o.prefix_scores_b)
-                return bad(a, v, "at most two (one replay and one batched)");
-            *(o.prefix_scores ? &o.prefix_scores_b : &o.prefix_scores) = v;
+            if (o.prefix_scores_c)
+                return bad(a, v, "at most three (replay, batched and eager, each at most once)");
+            *(!o.prefix_scores ? &o.prefix_scores : !o.prefix_scores_b ? &o.prefix_scores_b : &o.prefix_scores_c) = v;
         }
         else if (strcmp(a, "--score-with") == 0)
             o.score_with = v;
@@ -180,7 +182,7 @@ int vt_cmd_neartie(int argc, char **argv)
     }
     fputs(vt_nt_table(c), stdout);
     if (o.out)
-        printf("wrote %s (vt.neartie-report/3)\n", o.out);
+        printf("wrote %s (vt.neartie-report/4)\n", o.out);
     if (o.junit)
         printf("wrote %s (JUnit)\n", o.junit);
     if (o.scores_out)
