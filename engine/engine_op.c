@@ -43,6 +43,7 @@ float vt_engine_dot_f32(const float *a, const float *b, int64_t n) { return vt_k
 float vt_engine_dot_bf16(const float *a, const float *b, int64_t n) { return vt_kernels_pick().dot_bf16(a, b, n); }
 double vt_engine_softmax_exp(float *x, int64_t n, float max) { return vt_kernels_pick().exp_sum(x, n, max); }
 void vt_engine_swiglu(float *g, const float *u, int64_t n) { vt_kernels_pick().swiglu(g, u, n); }
+void vt_engine_silu(float *x, int64_t n) { vt_kernels_pick().silu(x, n); }
 
 const char *vt_engine_dot_type(int weight_type)
 {

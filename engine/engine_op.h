@@ -35,6 +35,7 @@ float vt_engine_dot_f32(const float *a, const float *b, int64_t n);
 float vt_engine_dot_bf16(const float *a, const float *b, int64_t n);
 double vt_engine_softmax_exp(float *x, int64_t n, float max);
 void vt_engine_swiglu(float *g, const float *u, int64_t n);
+void vt_engine_silu(float *x, int64_t n); /* ggml_vec_silu_f32 */
 
 /* The kernel set the engine picks here ("avx512f", "avx2", "sse2", "c"). */
 const char *vt_engine_isa(void);

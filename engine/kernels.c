@@ -295,6 +295,18 @@ __attribute__((always_inline)) static inline void swiglu_body(float *g, const fl
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* ggml_vec_silu_f32 over one row: x = x / (1 + exp(0 - x)), 16 at a time
+ * by expf16, the rest of the row with the C library's expf. */
+__attribute__((always_inline)) static inline void silu_body(float *x, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    int64_t i = 0;
+    for (; i < n16; i++)
+        x[i] = x[i] / (1.0f + expf16_body(0.0f - x[i]));
+    for (; i < n; i++)
+        x[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
 __attribute__((always_inline)) static inline void fmadd_body(float *restrict acc, const float *restrict v,
                                                              float p, int64_t n)
 {
@@ -304,6 +316,7 @@ __attribute__((always_inline)) static inline void fmadd_body(float *restrict acc
 
 static double exp_sum_c(float *x, int64_t n, float max) { return exp_sum_body(x, n, max); }
 static void swiglu_c(float *g, const float *u, int64_t n) { swiglu_body(g, u, n); }
+static void silu_c(float *x, int64_t n) { silu_body(x, n); }
 static void fmadd_c(float *restrict acc, const float *restrict v, float p, int64_t n)
 {
     fmadd_body(acc, v, p, n);
@@ -318,6 +331,7 @@ __attribute__((target("avx2,fma"))) static void swiglu_fma(float *g, const float
 {
     swiglu_body(g, u, n);
 }
+__attribute__((target("avx2,fma"))) static void silu_fma(float *x, int64_t n) { silu_body(x, n); }
 __attribute__((target("avx2,fma"))) static void fmadd_fma(float *restrict acc, const float *restrict v,
                                                           float p, int64_t n)
 {
@@ -339,19 +353,19 @@ __attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc,
  * has it): results are identical either way, which is how that is tested. */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, 0 };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
     /* Without FMA hardware the fused products are the C library's fmaf:
      * the same bits, slowly. */
-    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, 0 };
-    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, 0 };
+    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
     static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
-                                         exp_sum_fma, swiglu_fma, 1 };
+                                         exp_sum_fma, swiglu_fma, silu_fma, 1 };
     static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
-                                       fmadd_avx512, exp_sum_fma, swiglu_fma, 1 };
+                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1 };
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has2 = __builtin_cpu_supports("avx2");

@@ -58,6 +58,8 @@ typedef struct vt_kernels {
     double (*exp_sum)(float *x, int64_t n, float max);
     /* g = silu(g) * u over one row, as ggml_vec_swiglu_f32. */
     void (*swiglu)(float *g, const float *u, int64_t n);
+    /* x = silu(x) over one row, as ggml_vec_silu_f32. */
+    void (*silu)(float *x, int64_t n);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
 } vt_kernels;
 

@@ -46,9 +46,11 @@ void vt_q35_conv1d(const float *x, int64_t ldx, int64_t n_tok, const float *w, i
             win[i] = hist[i];
         for (int64_t t = 0; t < n_tok; t++) {
             win[H] = x[t * ldx + c];
+            /* ggml_compute_forward_ssm_conv_f32 at fewer than 8 taps: one
+             * fused multiply-add per tap, oldest first, from 0. */
             float sum = 0.0f;
             for (int32_t i = 0; i < K; i++)
-                sum += win[i] * wc[i];
+                sum = fmaf(win[i], wc[i], sum);
             y[t * ldy + c] = sum;
             for (int32_t i = 0; i < H; i++) /* slide by one token */
                 win[i] = win[i + 1];
@@ -73,9 +75,10 @@ void vt_q35_delta_rule(const vt_kernels *kern, float *s, int64_t d, const float 
         /* The error of the state's prediction of v from k, scaled by beta. */
         for (int64_t j = 0; j < d; j++)
             delta[j] = (vt[j] - kern->dot(s + j * d, kt, d)) * b;
-        /* Rank-one update: column j of S moves by delta_j along k. */
+        /* Rank-one update: column j of S moves by delta_j along k, one
+         * fused multiply-add per element (ggml_compute_forward_gated_delta_net). */
         for (int64_t j = 0; j < d; j++)
-            kern->axpy(s + j * d, delta[j], kt, d);
+            kern->fmadd(s + j * d, kt, delta[j], d);
         /* Read out with the query. */
         float *ot = o + t * ldo;
         for (int64_t j = 0; j < d; j++)
@@ -86,7 +89,8 @@ void vt_q35_delta_rule(const vt_kernels *kern, float *s, int64_t d, const float 
 void vt_q35_l2norm(float *x, int64_t n, float eps)
 {
     /* llama.cpp's build_gdn_l2_norm: ggml_rms_norm with eps/n, then
-     * ggml_scale by 1/sqrt(n); the same roundings here. */
+     * ggml_scale by 1/sqrt(n); the same roundings here. (Its graph dumps
+     * show these two nodes, not ggml_l2_norm's one.) */
     vt_rmsnorm(x, x, NULL, n, eps / (float)n);
     const float s = 1.0f / sqrtf((float)n);
     for (int64_t i = 0; i < n; i++)
@@ -555,8 +559,8 @@ static void delta_net_mixer(vt_qwen35 *m, const layer *L, int64_t n_tok)
      *    state, then SiLU. */
     dn_job job = { m, L, n_tok };
     vt_pool_run(&c->pool, conv_worker, &job);
-    for (int64_t i = 0; i < n_tok * C; i++)
-        m->conv[i] = vt_silu(m->conv[i]);
+    for (int64_t t = 0; t < n_tok; t++) /* ggml_vec_silu_f32 per token row */
+        c->k.silu(m->conv + t * C, C);
 
     /* c. Per token: L2-normalize every Q and K head; beta = sigmoid(beta);
      *    log decay g = softplus(alpha + dt_bias) * a (a = -exp(A_log) < 0). */
@@ -576,8 +580,9 @@ static void delta_net_mixer(vt_qwen35 *m, const layer *L, int64_t n_tok)
     /* e. Gated RMSNorm per head: rmsnorm(o) * ssm_norm * silu(z). */
     for (int64_t i = 0; i < n_tok * V; i += d) {
         vt_rmsnorm(m->o + i, m->o + i, L->ssm_norm, d, hp->rms_eps);
+        c->k.silu(m->z + i, d); /* ggml_silu over z's rows of one head */
         for (int64_t j = 0; j < d; j++)
-            m->o[i + j] = m->o[i + j] * vt_silu(m->z[i + j]);
+            m->o[i + j] = m->o[i + j] * m->z[i + j];
     }
 
     /* f. Output projection. */

@@ -34,13 +34,18 @@ static void remove_dir(void)
     cr_assert_eq(system(cmd), 0);
 }
 
+static void make_fixture_of(const char *arch, const char *type, int seed, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/tiny-%s-%s-%d.gguf", tmpdir, arch, type, seed);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' fixture make --arch %s --preset tiny --weights %s --seed %d -o '%s' >/dev/null",
+             VT_BIN, arch, type, seed, path);
+    cr_assert_eq(vt_test_exit(system(cmd), cmd, NULL), 0, "%s", cmd);
+}
+
 static void make_fixture(const char *type, int seed, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/tiny-%s-%d.gguf", tmpdir, type, seed);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "'%s' fixture make --arch qwen3 --preset tiny --weights %s --seed %d -o '%s' >/dev/null",
-             VT_BIN, type, seed, path);
-    cr_assert_eq(vt_test_exit(system(cmd), cmd, NULL), 0, "%s", cmd);
+    make_fixture_of("qwen3", type, seed, path, cap);
 }
 
 typedef struct prompts {
@@ -302,16 +307,19 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
 }
 
 /* At one token (eager mode, as generation runs after the prompt) the
- * engine's qwen3 forward pass is llama.cpp's to the bit, in every kind of
- * weight codec: float, block integer, repacked, K-quant, IQ and the mix.
- * The same check sees one planted weight row (it can fail). */
-Test(kld_cli, one_token_logits_are_llamacpps_bit_for_bit)
+ * engine's qwen3 and qwen35 forward passes are llama.cpp's to the bit, in
+ * every kind of weight codec: float, block integer, repacked, K-quant, IQ
+ * and the mix; qwen35 with its recurrent layers (conv, gated delta net)
+ * carried from token to token. The same check sees one planted weight row
+ * (it can fail). */
+Test(kld_cli, one_token_logits_are_llamacpps_bit_for_bit, .timeout = 900)
 {
     make_dir();
-    static const char *types[] = { "F32", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_XS", "Q4_K_M" };
+    static const char *types[] = { "F32", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_XS", "Q4_K_M",
+                                   "F32", "Q8_0", "Q4_K", "Q4_K_M" };
     char model[256], out[8192], err[2048];
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
-        make_fixture(types[i], 1, model, sizeof model);
+        make_fixture_of(i < 8 ? "qwen3" : "qwen35", types[i], 1, model, sizeof model);
         int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
                             "'%s' kld --model '%s' --corpus '%s' --ctx 128 --chunks 1 --context 1 --mode eager",
                             VT_BIN, model, VT_SOURCE_DIR "/README.md");
@@ -320,6 +328,7 @@ Test(kld_cli, one_token_logits_are_llamacpps_bit_for_bit)
         cr_assert(strstr(out, "max |dlogit| 0, max |dlogprob| 0\n"), "%s: %s", types[i], out);
         cr_assert(strstr(out, "KL(oracle||local): mean 0 +- 0,"), "%s: %s", types[i], out);
     }
+    /* The plant: in the last model, qwen35's mix. */
     int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
                         "VT_ENGINE_PLANT=blk.1.ffn_down.weight:3:1.001 '%s' kld --model '%s' --corpus '%s' "
                         "--ctx 128 --chunks 1 --context 1 --mode eager", VT_BIN, model, VT_SOURCE_DIR "/README.md");

@@ -287,7 +287,8 @@ Test(cli, a_bit_identical_type_passes_and_bad_options_are_refused)
 /* ---------------------------------------------------------------------
  * The arithmetic around the products: the engine's against the functions
  * the CPU backend llama.cpp loads exports (ggml_vec_dot_f32,
- * ggml_vec_dot_bf16, ggml_vec_soft_max_f32, ggml_vec_swiglu_f32), bit for
+ * ggml_vec_dot_bf16, ggml_vec_soft_max_f32, ggml_vec_swiglu_f32,
+ * ggml_vec_silu_f32: qwen35's conv output and output gate), bit for
  * bit, on every kernel set of the engine. The engine follows the AVX-512
  * variant without BF16 instructions (icelake); another variant is skipped,
  * saying which.
@@ -299,6 +300,7 @@ typedef void (*ggml_dot_bf16_fn)(int n, float *s, size_t bs, const uint16_t *x, 
                                  size_t by, int nrc);
 typedef double (*ggml_soft_max_fn)(int n, float *y, const float *x, float max);
 typedef void (*ggml_swiglu_fn)(int n, float *y, const float *x, const float *g);
+typedef void (*ggml_silu_fn)(int n, float *y, const float *x);
 
 static void *cpu_symbol(void *h, const char *name)
 {
@@ -348,12 +350,13 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
     ggml_dot_bf16_fn g_dot_bf16 = (ggml_dot_bf16_fn)cpu_symbol(h, "ggml_vec_dot_bf16");
     ggml_soft_max_fn g_soft_max = (ggml_soft_max_fn)cpu_symbol(h, "ggml_vec_soft_max_f32");
     ggml_swiglu_fn g_swiglu = (ggml_swiglu_fn)cpu_symbol(h, "ggml_vec_swiglu_f32");
+    ggml_silu_fn g_silu = (ggml_silu_fn)cpu_symbol(h, "ggml_vec_silu_f32");
 
     enum { N = 3104 }; /* the longest row, 3100, padded to 16 for the softmax */
     static float a[N], b[N], e[N], gg[N], y[N];
     static float sx[N];
     static uint16_t ab[N], bb[N];
-    int64_t libm_differs = 0, unfused_differs = 0;
+    int64_t libm_differs = 0, unfused_differs = 0, libm_silu_differs = 0;
     static const int lengths[] = { 1, 15, 16, 17, 31, 32, 48, 63, 64, 65, 127, 128, 200, 1024, 1031, 3072, 3100 };
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
     int64_t compared = 0;
@@ -422,6 +425,16 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
                 g_swiglu(n, y, gg, b);
                 vt_engine_swiglu(gg, b, n);
                 cr_assert(memcmp(y, gg, (size_t)n * 4) == 0, "%s: swiglu of %d differs", isas[ii], n);
+                for (int i = 0; i < n; i++)
+                    gg[i] = elementwise_value(&r, i);
+                memcpy(sx, gg, (size_t)n * 4);
+                g_silu(n, y, gg);
+                vt_engine_silu(gg, n);
+                cr_assert(memcmp(y, gg, (size_t)n * 4) == 0, "%s: silu of %d differs", isas[ii], n);
+                for (int i = 0; i < n; i++) { /* x / (1 + expf(-x)), the engine's silu before */
+                    const float c = sx[i] / (1.0f + expf(-sx[i]));
+                    libm_silu_differs += memcmp(&c, &y[i], 4) != 0;
+                }
                 compared++;
             }
     }
@@ -429,6 +442,7 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
     cr_assert_eq(compared, 4 * 17 * 3);
     cr_assert_gt(libm_differs, 0, "the inputs tell the C library's expf from ggml's");
     cr_assert_gt(unfused_differs, 0, "the inputs tell another summation order from ggml's");
+    cr_assert_gt(libm_silu_differs, 0, "the inputs tell a silu on the C library's expf from ggml's");
     dlclose(h);
 }
 
