@@ -1183,9 +1183,10 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
                              c->doc[LOCAL].logits_path,
                              c->doc[ORACLE].topk_path,
                              c->doc[ORACLE].logits_path,
-                             c->o.prefix_scores ? c->doc[SCORES].logits_path : NULL,
-                             c->o.prefix_scores_b ? c->doc[SCORES_B].logits_path : NULL,
-                             c->o.prefix_scores_c ? c->doc[SCORES_C].logits_path : NULL };
+                             /* the slots read from files, whichever options filled them */
+                             c->file[SCORES] ? c->doc[SCORES].logits_path : NULL,
+                             c->file[SCORES_B] ? c->doc[SCORES_B].logits_path : NULL,
+                             c->file[SCORES_C] ? c->doc[SCORES_C].logits_path : NULL };
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
         if (direct[i])
             inputs[ni++] = direct[i];

@@ -2377,6 +2377,40 @@ Test(real, f32_engine_and_llamacpp_all_strict_with_prefix_scores_file, .timeout 
     check_all_strict(&e, N_STRICT);
     /* Token text comes from the model file named in the capture. */
     cr_assert(strstr(e.cmd_out, "token text from ") && strstr(e.cmd_out, "tiny-F32.gguf"), "%s", e.cmd_out);
+    /* Through the library, scores given as a first and a third shape with
+     * no second: the third's logits side file is an input like any other,
+     * and a report published onto it is refused, the file left as it was. */
+    char s3[160], side3[170];
+    snprintf(s3, sizeof s3, "%s/S3.json", e.dir);
+    snprintf(side3, sizeof side3, "%s.logits", s3);
+    cr_assert_eq(sh(&e, "'%s' capture --runner llamacpp --model '%s' --score-prefix-of '%s' --score-shape batched "
+                        "--threads 1 --no-timestamp --package " PACKAGE " --out '%s' --logits-out '%s'", VT_BIN, model,
+                    e.L, s3, side3), 0, "%s", e.cmd_err);
+    size_t n_before = 0, n_after = 0;
+    char *before = slurp(side3, &n_before);
+    vt_nt_opts o;
+    vt_nt_opts_default(&o);
+    o.local = e.L;
+    o.oracle = e.O;
+    o.prefix_scores = e.S;
+    o.prefix_scores_c = s3;
+    o.model = model;
+    o.out = side3;
+    o.overwrite = 1;
+    vt_error err;
+    vt_error_clear(&err);
+    vt_neartie *c = vt_nt_open(&o, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(vt_nt_guard(c, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_nt_n_refusals(c), 0, "%s", vt_nt_refusal(c, 0));
+    cr_assert_eq(vt_nt_compare(c, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_nt_publish(c, &err), VT_EINPUT, "published onto %s", side3);
+    cr_assert(strstr(err.msg, "S3.json.logits: output is the same path as an input"), "%s", err.msg);
+    vt_nt_free(c);
+    char *after = slurp(side3, &n_after);
+    cr_assert(n_after == n_before && memcmp(before, after, n_before) == 0, "the side file was overwritten");
+    free(before);
+    free(after);
     /* A side file that is not the one the capture sealed: refused. Its
      * last byte belongs to repeat 9's frame, read for the hash only. */
     char side[160];
