@@ -1,75 +1,172 @@
-/* The codec registry: one row per ggml storage type. Block geometry is the
- * GGUF format's (a fact of the format); decoders are our own (codec_basic.c,
- * codec_iq.c). Types with a NULL decoder are known so that GGUF tensor
+/* The codec table: one row per ggml storage type, indexed by type, holding
+ * every fact about it that vt uses (geometry, decoders, dot type, file type,
+ * whether it can be a matrix weight). Decoders are our own: each type's
+ * block function (codec_blocks.h, shared with the GPU gather) looped over a
+ * run of blocks; types with a NULL decoder are known so that GGUF tensor
  * extents can be checked, but cannot be decoded. */
 #include "codec.h"
-#include "codec_decoders.h"
+#include "codec_blocks.h"
+#include "codec_iq_tables.h"
 
 #include <math.h>
 #include <string.h>
 #include <strings.h>
 
-static const vt_codec codecs[] = {
-    /* type             name        elems bytes decoder */
-    { VT_TYPE_F32,     "F32",      1,   4,   vt_decode_f32 },
-    { VT_TYPE_F16,     "F16",      1,   2,   vt_decode_f16 },
-    { VT_TYPE_BF16,    "BF16",     1,   2,   vt_decode_bf16 },
-    { VT_TYPE_Q4_0,    "Q4_0",     32,  18,  vt_decode_q4_0 },
-    { VT_TYPE_Q4_1,    "Q4_1",     32,  20,  vt_decode_q4_1 },
-    { VT_TYPE_Q5_0,    "Q5_0",     32,  22,  vt_decode_q5_0 },
-    { VT_TYPE_Q5_1,    "Q5_1",     32,  24,  vt_decode_q5_1 },
-    { VT_TYPE_Q8_0,    "Q8_0",     32,  34,  vt_decode_q8_0 },
-    { VT_TYPE_Q2_K,    "Q2_K",     256, 84,  vt_decode_q2_k },
-    { VT_TYPE_Q3_K,    "Q3_K",     256, 110, vt_decode_q3_k },
-    { VT_TYPE_Q4_K,    "Q4_K",     256, 144, vt_decode_q4_k },
-    { VT_TYPE_Q5_K,    "Q5_K",     256, 176, vt_decode_q5_k },
-    { VT_TYPE_Q6_K,    "Q6_K",     256, 210, vt_decode_q6_k },
-    { VT_TYPE_Q8_K,    "Q8_K",     256, 292, vt_decode_q8_k },
-    { VT_TYPE_IQ2_XXS, "IQ2_XXS",  256, 66,  vt_decode_iq2_xxs },
-    { VT_TYPE_IQ2_XS,  "IQ2_XS",   256, 74,  vt_decode_iq2_xs },
-    { VT_TYPE_IQ2_S,   "IQ2_S",    256, 82,  vt_decode_iq2_s },
-    { VT_TYPE_IQ3_XXS, "IQ3_XXS",  256, 98,  vt_decode_iq3_xxs },
-    { VT_TYPE_IQ3_S,   "IQ3_S",    256, 110, vt_decode_iq3_s },
-    { VT_TYPE_IQ1_S,   "IQ1_S",    256, 50,  vt_decode_iq1_s },
-    { VT_TYPE_IQ1_M,   "IQ1_M",    256, 56,  vt_decode_iq1_m },
-    { VT_TYPE_IQ4_NL,  "IQ4_NL",   32,  18,  vt_decode_iq4_nl },
-    { VT_TYPE_IQ4_XS,  "IQ4_XS",   256, 136, vt_decode_iq4_xs },
-    { VT_TYPE_TQ1_0,   "TQ1_0",    256, 54,  vt_decode_tq1_0 },
-    { VT_TYPE_TQ2_0,   "TQ2_0",    256, 66,  vt_decode_tq2_0 },
-    { VT_TYPE_MXFP4,   "MXFP4",    32,  17,  vt_decode_mxfp4 },
-    /* Known geometry, no decoder (not model weight codecs of this toolkit). */
-    { VT_TYPE_Q8_1,    "Q8_1",     32,  36,  NULL },
-    { VT_TYPE_I8,      "I8",       1,   1,   NULL },
-    { VT_TYPE_I16,     "I16",      1,   2,   NULL },
-    { VT_TYPE_I32,     "I32",      1,   4,   NULL },
-    { VT_TYPE_I64,     "I64",      1,   8,   NULL },
-    { VT_TYPE_F64,     "F64",      1,   8,   NULL },
-    { VT_TYPE_NVFP4,   "NVFP4",    64,  36,  NULL },
-    { VT_TYPE_Q1_0,    "Q1_0",     128, 18,  NULL },
-    { VT_TYPE_Q2_0,    "Q2_0",     64,  18,  NULL },
+/* The IQ codebooks where the CPU reads them. */
+static const vt_iq_grids host_grids = {
+    vt_iq2xxs_grid, vt_iq2xs_grid, vt_iq2s_grid, vt_iq3xxs_grid, vt_iq3s_grid, vt_iq1s_grid, vt_iq2_signs,
+    vt_iq4nl_values,
 };
 
-enum { N_CODECS = (int)(sizeof codecs / sizeof codecs[0]) };
+const vt_iq_grids *vt_iq_host_grids(void) { return &host_grids; }
+
+static const vt_codec codecs[VT_TYPE_COUNT];
+
+/* Both decoders of a type: its block function (codec_blocks.h) over the
+ * blocks of a run, to F32, and to BF16 (each block's F32 values rounded to
+ * nearest even). */
+#define DECODERS(T, blk)                                                                            \
+    static void decode_##blk(const void *restrict src, float *restrict dst, int64_t n_blocks)      \
+    {                                                                                               \
+        const uint8_t *b = (const uint8_t *)src;                                                    \
+        const int64_t be = codecs[VT_TYPE_##T].block_elems;                                        \
+        const size_t bb = codecs[VT_TYPE_##T].block_bytes;                                         \
+        for (int64_t i = 0; i < n_blocks; i++)                                                      \
+            vt_block_##blk(b + (size_t)i * bb, dst + i * be, &host_grids);                         \
+    }                                                                                               \
+    static void decode_##blk##_bf16(const void *restrict src, uint16_t *restrict dst, int64_t n_blocks) \
+    {                                                                                               \
+        const uint8_t *b = (const uint8_t *)src;                                                    \
+        const int64_t be = codecs[VT_TYPE_##T].block_elems;                                        \
+        const size_t bb = codecs[VT_TYPE_##T].block_bytes;                                         \
+        float tmp[VT_QK_K];                                                                         \
+        for (int64_t i = 0; i < n_blocks; i++) {                                                    \
+            vt_block_##blk(b + (size_t)i * bb, tmp, &host_grids);                                  \
+            for (int64_t j = 0; j < be; j++)                                                        \
+                dst[i * be + j] = vt_f32_bits_to_bf16(tmp[j]);                                      \
+        }                                                                                           \
+    }
+DECODERS(F32, f32)
+DECODERS(F16, f16)
+DECODERS(BF16, bf16)
+DECODERS(Q4_0, q4_0)
+DECODERS(Q4_1, q4_1)
+DECODERS(Q5_0, q5_0)
+DECODERS(Q5_1, q5_1)
+DECODERS(Q8_0, q8_0)
+DECODERS(Q2_K, q2_k)
+DECODERS(Q3_K, q3_k)
+DECODERS(Q4_K, q4_k)
+DECODERS(Q5_K, q5_k)
+DECODERS(Q6_K, q6_k)
+DECODERS(Q8_K, q8_k)
+DECODERS(IQ2_XXS, iq2_xxs)
+DECODERS(IQ2_XS, iq2_xs)
+DECODERS(IQ2_S, iq2_s)
+DECODERS(IQ3_XXS, iq3_xxs)
+DECODERS(IQ3_S, iq3_s)
+DECODERS(IQ1_S, iq1_s)
+DECODERS(IQ1_M, iq1_m)
+DECODERS(IQ4_NL, iq4_nl)
+DECODERS(IQ4_XS, iq4_xs)
+DECODERS(TQ1_0, tq1_0)
+DECODERS(TQ2_0, tq2_0)
+DECODERS(MXFP4, mxfp4)
+
+/* A decodable row: block geometry (the GGUF format's), both decoders, the
+ * activation its matrix products meet, llama.cpp's file type (-1: none),
+ * whether it can be a matrix weight. Each ROW and SIZE_ONLY takes one
+ * __COUNTER__ value, so that the rows can be counted below. */
+enum { ROW_BASE = __COUNTER__ };
+#define ROW(T, blk, be, bb, act_, ftype, weight)                                                    \
+    [VT_TYPE_##T] = { .type = VT_TYPE_##T, .name = #T, .block_elems = be, .block_bytes = bb,        \
+                      .decode_f32 = decode_##blk, .decode_bf16 = decode_##blk##_bf16, .act = act_,  \
+                      .gguf_file_type = ftype, .matrix_weight = weight + 0 * __COUNTER__ }
+/* Known geometry, no decoder: GGUF tensor extents can be checked, nothing
+ * decoded (not model weight codecs of this toolkit). */
+#define SIZE_ONLY(T, be, bb)                                                                        \
+    [VT_TYPE_##T] = { .type = VT_TYPE_##T, .name = #T, .block_elems = be, .block_bytes = bb,        \
+                      .act = VT_ACT_F32, .gguf_file_type = -1 + 0 * __COUNTER__ }
+
+static const vt_codec codecs[VT_TYPE_COUNT] = {
+    /*  type     block     elems bytes activation  file type  weight */
+    ROW(F32,     f32,               1,   4,   VT_ACT_F32,  0,  1),
+    ROW(F16,     f16,               1,   2,   VT_ACT_F16,  1,  1),
+    ROW(Q4_0,    q4_0,              32,  18,  VT_ACT_Q8_0, 2,  1),
+    ROW(Q4_1,    q4_1,              32,  20,  VT_ACT_Q8_1, 3,  1),
+    ROW(Q5_0,    q5_0,              32,  22,  VT_ACT_Q8_0, 8,  1),
+    ROW(Q5_1,    q5_1,              32,  24,  VT_ACT_Q8_1, 9,  1),
+    ROW(Q8_0,    q8_0,              32,  34,  VT_ACT_Q8_0, 7,  1),
+    ROW(Q2_K,    q2_k,              256, 84,  VT_ACT_Q8_K, 10, 1),
+    ROW(Q3_K,    q3_k,              256, 110, VT_ACT_Q8_K, 11, 1),
+    ROW(Q4_K,    q4_k,              256, 144, VT_ACT_Q8_K, 14, 1),
+    ROW(Q5_K,    q5_k,              256, 176, VT_ACT_Q8_K, 16, 1),
+    ROW(Q6_K,    q6_k,              256, 210, VT_ACT_Q8_K, 18, 1),
+    /* ggml's activation type: it has no weight kernel, llama.cpp aborts in
+     * the first product (the engine multiplies it in F32). */
+    ROW(Q8_K,    q8_k,              256, 292, VT_ACT_F32,  -1, 0),
+    ROW(IQ2_XXS, iq2_xxs,           256, 66,  VT_ACT_Q8_K, 19, 1),
+    ROW(IQ2_XS,  iq2_xs,            256, 74,  VT_ACT_Q8_K, 20, 1),
+    ROW(IQ3_XXS, iq3_xxs,           256, 98,  VT_ACT_Q8_K, 23, 1),
+    ROW(IQ1_S,   iq1_s,             256, 50,  VT_ACT_Q8_K, 24, 1),
+    ROW(IQ4_NL,  iq4_nl,            32,  18,  VT_ACT_Q8_0, 25, 1),
+    ROW(IQ3_S,   iq3_s,             256, 110, VT_ACT_Q8_K, 26, 1),
+    ROW(IQ2_S,   iq2_s,             256, 82,  VT_ACT_Q8_K, 28, 1),
+    ROW(IQ4_XS,  iq4_xs,            256, 136, VT_ACT_Q8_K, 30, 1),
+    ROW(IQ1_M,   iq1_m,             256, 56,  VT_ACT_Q8_K, 31, 1),
+    ROW(BF16,    bf16,              1,   2,   VT_ACT_BF16, 32, 1),
+    ROW(TQ1_0,   tq1_0,             256, 54,  VT_ACT_Q8_K, 36, 1),
+    ROW(TQ2_0,   tq2_0,             256, 66,  VT_ACT_Q8_K, 37, 1),
+    ROW(MXFP4,   mxfp4,             32,  17,  VT_ACT_Q8_0, 38, 1),
+    SIZE_ONLY(Q8_1,  32,  36),
+    SIZE_ONLY(I8,    1,   1),
+    SIZE_ONLY(I16,   1,   2),
+    SIZE_ONLY(I32,   1,   4),
+    SIZE_ONLY(I64,   1,   8),
+    SIZE_ONLY(F64,   1,   8),
+    SIZE_ONLY(NVFP4, 64,  36),
+    SIZE_ONLY(Q1_0,  128, 18),
+    SIZE_ONLY(Q2_0,  64,  18),
+};
+
+/* Every enumerated type has its row: as many rows as types (each ROW and
+ * SIZE_ONLY counted once), none given twice (-Woverride-init, an error in
+ * the project's builds), and each indexed by an enumerator. */
+_Static_assert(__COUNTER__ - ROW_BASE - 1 == VT_TYPE_KNOWN, "codec.c: expected one row per vt_type");
 
 const vt_codec *vt_codec_by_type(int type)
 {
-    for (int i = 0; i < N_CODECS; i++)
-        if ((int)codecs[i].type == type)
-            return &codecs[i];
-    return NULL;
+    if (type < 0 || type >= VT_TYPE_COUNT || !codecs[type].name)
+        return NULL;
+    return &codecs[type];
 }
 
 const vt_codec *vt_codec_by_name(const char *name)
 {
-    for (int i = 0; i < N_CODECS; i++)
-        if (strcasecmp(codecs[i].name, name) == 0)
+    for (int i = 0; i < VT_TYPE_COUNT; i++)
+        if (codecs[i].name && strcasecmp(codecs[i].name, name) == 0)
             return &codecs[i];
     return NULL;
 }
 
-int vt_codec_count(void) { return N_CODECS; }
+/* The registry walk, in ggml's type order, holes skipped. */
+int vt_codec_count(void) { return VT_TYPE_KNOWN; }
 
-const vt_codec *vt_codec_at(int i) { return (i >= 0 && i < N_CODECS) ? &codecs[i] : NULL; }
+const vt_codec *vt_codec_at(int i)
+{
+    if (i < 0 || i >= VT_TYPE_KNOWN)
+        return NULL;
+    for (int t = 0; t < VT_TYPE_COUNT; t++)
+        if (codecs[t].name && i-- == 0)
+            return &codecs[t];
+    return NULL;
+}
+
+const char *vt_act_type_name(vt_act_type t)
+{
+    static const char *const names[] = { "F32", "F16", "BF16", "Q8_0", "Q8_1", "Q8_K" };
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
 
 size_t vt_codec_row_bytes(const vt_codec *c, int64_t n)
 {
@@ -81,30 +178,7 @@ size_t vt_codec_row_bytes(const vt_codec *c, int64_t n)
     return (size_t)blocks * c->block_bytes;
 }
 
-float vt_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (mant << 13); /* inf / NaN, payload kept */
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (mant << 13);
-    } else if (mant == 0) {
-        bits = sign;
-    } else {
-        /* Subnormal: normalize. Value is mant * 2^-24, exact in F32. */
-        int e = -1;
-        do {
-            mant <<= 1;
-            e++;
-        } while ((mant & 0x400u) == 0);
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-    union { uint32_t u; float f; } v = { bits };
-    return v.f;
-}
+float vt_f16_to_f32(uint16_t h) { return vt_half_bits_to_f32(h); }
 
 /* ======================================================================
  * F16 and FP8 E4M3 encoders (the engine's activation rounding and KV cache)
@@ -181,10 +255,6 @@ float vt_fp8_e4m3_to_f32(uint8_t c)
     return sign * ldexpf((float)(8 + mf), ef - 10);
 }
 
-/* Largest block of any codec: decode a block at a time into this when the
- * output is BF16, so no allocation is needed on the gather path. */
-#define VT_MAX_BLOCK_ELEMS 256
-
 static int check_row(const vt_codec *c, int64_t n, vt_error *err)
 {
     if (!c)
@@ -202,22 +272,10 @@ static void decode_row_unchecked(const vt_codec *c, const void *src, int64_t n, 
                                  void *dst)
 {
     int64_t nb = n / c->block_elems;
-    if (out_dtype == VT_DTYPE_F32) {
+    if (out_dtype == VT_DTYPE_F32)
         c->decode_f32(src, (float *)dst, nb);
-        return;
-    }
-    float tmp[VT_MAX_BLOCK_ELEMS];
-    uint16_t *out = (uint16_t *)dst;
-    const unsigned char *in = (const unsigned char *)src;
-    int64_t be = c->block_elems;
-    /* Batch small blocks so the decoder is called on up to 256 elements. */
-    int64_t per_call = VT_MAX_BLOCK_ELEMS / be;
-    for (int64_t b = 0; b < nb; b += per_call) {
-        int64_t k = nb - b < per_call ? nb - b : per_call;
-        c->decode_f32(in + (size_t)b * c->block_bytes, tmp, k);
-        for (int64_t i = 0; i < k * be; i++)
-            out[b * be + i] = vt_f32_to_bf16(tmp[i]);
-    }
+    else
+        c->decode_bf16(src, (uint16_t *)dst, nb);
 }
 
 int vt_codec_decode_row(const vt_codec *c, const void *src, int64_t n, vt_dtype out_dtype,

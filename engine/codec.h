@@ -1,5 +1,5 @@
-/* Codecs: every ggml storage type as one registry entry (block size, block
- * bytes, decoder). Type ids are ggml's numbering, since that is what GGUF files
+/* Codecs: every ggml storage type as one row of a table indexed by type
+ * (block size, block bytes, decoders, dot type, file type). Type ids are ggml's numbering, since that is what GGUF files
  * store. Decoders are bit-exact with ggml's to_float; BF16 output is the
  * round-to-nearest-even of the F32 value. */
 #ifndef VT_CODEC_H
@@ -49,15 +49,42 @@ typedef enum vt_type {
     VT_TYPE_COUNT = 43
 } vt_type;
 
-/* Decodes n_blocks consecutive blocks at src into n_blocks*block_elems floats. */
-typedef void (*vt_decode_f32_fn)(const void *restrict src, float *restrict dst, int64_t n_blocks);
+/* Types the table knows (every enumerator above but VT_TYPE_COUNT): codec.c
+ * asserts at compile time that it has exactly this many rows. */
+#define VT_TYPE_KNOWN 35
 
+/* Decodes n_blocks consecutive blocks at src into n_blocks*block_elems values. */
+typedef void (*vt_decode_f32_fn)(const void *restrict src, float *restrict dst, int64_t n_blocks);
+typedef void (*vt_decode_bf16_fn)(const void *restrict src, uint16_t *restrict dst, int64_t n_blocks);
+
+/* The activation type a weight's matrix products meet: ggml's vec_dot_type
+ * for that weight type in its CPU backend (the engine's --matmul q8 mode
+ * rounds the activation through it; kernels.c's integer block products
+ * take it as their right-hand side). */
+typedef enum vt_act_type {
+    VT_ACT_F32 = 0, /* used as is (F32 weights; types ggml has no kernel for) */
+    VT_ACT_F16,
+    VT_ACT_BF16,
+    VT_ACT_Q8_0,
+    VT_ACT_Q8_1,
+    VT_ACT_Q8_K
+} vt_act_type;
+
+const char *vt_act_type_name(vt_act_type t); /* "F32", "F16", ... */
+
+/* One row per storage type: every fact about it that vt uses. */
 typedef struct vt_codec {
     vt_type type;
-    const char *name;       /* ggml's spelling, upper case: "Q4_K" */
-    int64_t block_elems;    /* elements per block */
-    size_t block_bytes;     /* bytes per block */
-    vt_decode_f32_fn decode_f32; /* NULL: storage size known, no decoder */
+    const char *name;               /* ggml's spelling, upper case: "Q4_K" */
+    int64_t block_elems;            /* elements per block */
+    size_t block_bytes;             /* bytes per block */
+    vt_decode_f32_fn decode_f32;    /* NULL: storage size known, no decoder */
+    vt_decode_bf16_fn decode_bf16;  /* the F32 value rounded to nearest even; NULL with decode_f32 */
+    vt_act_type act;                /* the activation its matrix products meet (above) */
+    int gguf_file_type;             /* llama.cpp's general.file_type of a model whose matrices
+                                       are all this type; -1: llama.cpp has none */
+    int matrix_weight;              /* ggml has a matrix product for it as a weight (Q8_K, an
+                                       activation-only type, has none: llama.cpp aborts) */
 } vt_codec;
 
 typedef enum vt_dtype { VT_DTYPE_F32 = 0, VT_DTYPE_BF16 = 1 } vt_dtype;

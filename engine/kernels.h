@@ -69,17 +69,7 @@ vt_kernels vt_kernels_pick(void);
 
 /* ---------- activation rounding (VT_MATMUL_Q8) ---------- */
 
-typedef enum vt_act_type {
-    VT_ACT_F32 = 0, /* used as is (F32 weights; types ggml has no kernel for) */
-    VT_ACT_F16,
-    VT_ACT_BF16,
-    VT_ACT_Q8_0,
-    VT_ACT_Q8_1,
-    VT_ACT_Q8_K
-} vt_act_type;
-
 vt_act_type vt_act_type_of(int weight_type);
-const char *vt_act_type_name(vt_act_type t); /* "F32", "F16", ... */
 void vt_act_round_row(vt_act_type t, const float *x, float *y, int64_t n);
 
 /* ---------- thread pool ---------- */

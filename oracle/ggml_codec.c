@@ -117,6 +117,17 @@ int vt_ggml_quantize(vt_ggml *g, int type, const float *src, void *dst, int64_t 
     return VT_OK;
 }
 
+int vt_ggml_type_info(vt_ggml *g, int type, const char **name, int64_t *block_elems, size_t *block_bytes)
+{
+    const struct ggml_type_traits *t = g->get_traits((enum ggml_type)type);
+    if (!t || !t->type_name || t->blck_size <= 0)
+        return 0;
+    *name = t->type_name;
+    *block_elems = t->blck_size;
+    *block_bytes = t->type_size;
+    return 1;
+}
+
 int vt_ggml_dequantize(vt_ggml *g, int type, const void *src, float *dst, int64_t n, vt_error *err)
 {
     if (type == VT_TYPE_F32) {

@@ -18,6 +18,11 @@ void vt_ggml_free(vt_ggml *g);
 /* Full path of the loaded library. */
 const char *vt_ggml_path(const vt_ggml *g);
 
+/* ggml's own facts about a type id (ggml_get_type_traits): its name, block
+ * elements and block bytes. 0 if ggml has no such type (its name is NULL or
+ * its block size 0, as for ids ggml removed). */
+int vt_ggml_type_info(vt_ggml *g, int type, const char **name, int64_t *block_elems, size_t *block_bytes);
+
 /* True if ggml refuses to quantize type without an importance matrix. */
 int vt_ggml_requires_imatrix(vt_ggml *g, int type);
 

@@ -15,6 +15,7 @@
 
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
+#include <ggml-cpu.h>
 #include <ggml.h>
 
 typedef struct ggml_fns {
@@ -166,6 +167,21 @@ static struct ggml_context *small_context(vt_ggml_mm *m, int n_tensors, int grap
         .no_alloc = true,
     };
     return m->f.init(p);
+}
+
+int vt_ggml_mm_vec_dot_type(vt_ggml_mm *m, int type)
+{
+    /* The CPU backend variant is loaded already; this only takes a reference. */
+    void *h = dlopen(m->cpu_backend, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h)
+        return -1;
+    const struct ggml_type_traits_cpu *(*traits)(enum ggml_type);
+    void *p = dlsym(h, "ggml_get_type_traits_cpu");
+    memcpy(&traits, &p, sizeof p);
+    const struct ggml_type_traits_cpu *t = p ? traits((enum ggml_type)type) : NULL;
+    int r = t && t->vec_dot ? (int)t->vec_dot_type : -1;
+    dlclose(h);
+    return r;
 }
 
 int vt_ggml_mm_supports(vt_ggml_mm *m, int type, int64_t rows, int64_t cols)

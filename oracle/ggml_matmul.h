@@ -28,6 +28,11 @@ void vt_ggml_mm_free(vt_ggml_mm *m);
 const char *vt_ggml_mm_cpu_backend(const vt_ggml_mm *m);
 const char *vt_ggml_mm_extra_buffer(const vt_ggml_mm *m);
 
+/* The activation type the CPU backend's dot product pairs with a weight of
+ * this type (ggml_get_type_traits_cpu's vec_dot_type, a ggml type id), or -1
+ * where it has no dot product for it as a weight. */
+int vt_ggml_mm_vec_dot_type(vt_ggml_mm *m, int type);
+
 /* Whether the CPU backend computes ggml_mul_mat with a weight of this type. */
 int vt_ggml_mm_supports(vt_ggml_mm *m, int type, int64_t rows, int64_t cols);
 

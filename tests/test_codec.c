@@ -65,6 +65,43 @@ static uint16_t bf16_of_bits(uint32_t u)
     return vt_f32_to_bf16(f);
 }
 
+/* The table's rows against ggml's own type table: the same ids, names and
+ * block geometry, no type missing on either side; and the facts a row
+ * holds agree with each other. */
+Test(registry, every_row_is_ggmls_type_and_holds_its_facts, .init = open_oracle, .fini = close_oracle)
+{
+    int rows = 0, file_types[64] = { 0 };
+    for (int t = 0; t < VT_TYPE_COUNT; t++) {
+        const vt_codec *c = vt_codec_by_type(t);
+        const char *name = NULL;
+        int64_t be = 0;
+        size_t bb = 0;
+        int in_ggml = vt_ggml_type_info(oracle, t, &name, &be, &bb);
+        cr_assert_eq(!!c, in_ggml, "type %d: vt %s, ggml %s", t, c ? c->name : "none", in_ggml ? name : "none");
+        if (!c)
+            continue;
+        rows++;
+        cr_assert_eq((int)c->type, t);
+        cr_assert(strcasecmp(c->name, name) == 0, "type %d: vt %s, ggml %s", t, c->name, name);
+        cr_assert_eq(c->block_elems, be, "%s", c->name);
+        cr_assert_eq(c->block_bytes, bb, "%s", c->name);
+        cr_assert_eq(!c->decode_f32, !c->decode_bf16, "%s: both decoders or neither", c->name);
+        cr_assert(!c->matrix_weight || c->decode_f32, "%s: a matrix weight must decode", c->name);
+        if (!c->decode_f32)
+            cr_assert_eq(c->gguf_file_type, -1, "%s", c->name);
+        if (c->gguf_file_type >= 0) {
+            cr_assert_lt(c->gguf_file_type, 64);
+            cr_assert_eq(file_types[c->gguf_file_type]++, 0, "%s: file type %d twice", c->name,
+                         c->gguf_file_type);
+        }
+    }
+    cr_assert_eq(rows, VT_TYPE_KNOWN);
+    cr_assert_eq(vt_codec_count(), VT_TYPE_KNOWN);
+    cr_assert_null(vt_codec_at(VT_TYPE_KNOWN));
+    cr_assert_eq(vt_codec_by_type(VT_TYPE_Q8_K)->matrix_weight, 0, "activation-only");
+    cr_assert_eq(vt_codec_by_type(VT_TYPE_Q4_K)->gguf_file_type, 14, "LLAMA_FTYPE_MOSTLY_Q4_K_S");
+}
+
 Test(bf16, rounds_to_nearest_even)
 {
     cr_assert_eq(bf16_of_bits(0x3f800000u), 0x3f80);

@@ -220,6 +220,31 @@ Test(types, all_covers_the_float_types_and_every_engine_dot_type)
     cr_assert_eq(vt_op_check_is_float(VT_TYPE_Q8_0), 0);
 }
 
+/* Each row's activation type is the one ggml's CPU backend pairs with that
+ * weight (vec_dot_type), and a row is a matrix weight exactly where the
+ * backend has a dot product for it. */
+Test(types, each_codec_rows_dot_type_is_the_cpu_backends, .init = open_oracles, .fini = close_oracles)
+{
+    static const int ggml_id[] = { [VT_ACT_F32] = VT_TYPE_F32, [VT_ACT_F16] = VT_TYPE_F16,
+                                   [VT_ACT_BF16] = VT_TYPE_BF16, [VT_ACT_Q8_0] = VT_TYPE_Q8_0,
+                                   [VT_ACT_Q8_1] = VT_TYPE_Q8_1, [VT_ACT_Q8_K] = VT_TYPE_Q8_K };
+    int weights = 0;
+    for (int i = 0; i < vt_codec_count(); i++) {
+        const vt_codec *c = vt_codec_at(i);
+        if (!c->decode_f32)
+            continue;
+        int vdt = vt_ggml_mm_vec_dot_type(mm, (int)c->type);
+        cr_assert_eq(c->matrix_weight, vdt >= 0, "%s: matrix weight %d, ggml vec_dot_type %d", c->name,
+                     c->matrix_weight, vdt);
+        if (!c->matrix_weight)
+            continue;
+        weights++;
+        cr_assert_eq(ggml_id[c->act], vdt, "%s: vt pairs it with %s, ggml with type %d", c->name,
+                     vt_act_type_name(c->act), vdt);
+    }
+    cr_assert_eq(weights, 25, "every decodable type but Q8_K");
+}
+
 typedef struct env {
     char dir[64];
     char cmd_out[1 << 16];

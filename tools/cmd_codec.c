@@ -23,11 +23,16 @@ static const char usage_text[] =
 
 static int cmd_list(void)
 {
-    printf("%-8s %4s %6s %6s %s\n", "type", "id", "elems", "bytes", "decoder");
+    printf("%-8s %4s %6s %6s %-7s %-8s %9s %s\n", "type", "id", "elems", "bytes", "decoder", "dot-type",
+           "file-type", "weight");
     for (int i = 0; i < vt_codec_count(); i++) {
         const vt_codec *c = vt_codec_at(i);
-        printf("%-8s %4d %6lld %6zu %s\n", c->name, (int)c->type, (long long)c->block_elems,
-               c->block_bytes, c->decode_f32 ? "yes" : "no");
+        char ft[16] = "-";
+        if (c->gguf_file_type >= 0)
+            snprintf(ft, sizeof ft, "%d", c->gguf_file_type);
+        printf("%-8s %4d %6lld %6zu %-7s %-8s %9s %s\n", c->name, (int)c->type, (long long)c->block_elems,
+               c->block_bytes, c->decode_f32 ? "yes" : "no", c->decode_f32 ? vt_act_type_name(c->act) : "-", ft,
+               c->matrix_weight ? "yes" : "no");
     }
     return 0;
 }

@@ -1,0 +1,347 @@
+/* Dot kernels (kernels.h): the F32 and BF16 dot products in ggml's
+ * summation order on every ISA, ggml's element-wise arithmetic around the
+ * products, and the kernel set chosen at run time. */
+#include "kernels_impl.h"
+
+/* ======================================================================
+ * Dot products
+ *
+ * Every F32 dot product in the engine sums as ggml_vec_dot_f32 does on the
+ * AVX-512 CPU variant llama.cpp loads (read from its instructions; the
+ * oracle's one-token products, weights and attention alike): four 16-lane
+ * accumulators over steps of 64 elements, s[r] lane k taking element
+ * i + 16 r + k with a fused multiply-add; then (s0 + s2) + (s1 + s3) lane
+ * by lane, the lanes summed by the pairwise tree _mm512_reduce_add_ps
+ * compiles to, and the elements past the last 64 added one at a time
+ * (products then sums, the last few of them fused). Written with fmaf, so the portable, AVX2 and
+ * AVX-512 kernels give the same bits (FP_CONTRACT stays off, see the top:
+ * no other fusing). dot4 computes four rows against one vector; each
+ * result equals dot()'s.
+ * ====================================================================== */
+
+/* The end of ggml_vec_dot_f32: four accumulators to one, the tree, the tail. */
+static inline float vec_f32_finish(const float s[4][16], const float *a, const float *b,
+                                   int64_t np, int64_t n)
+{
+    float l[16];
+    for (int k = 0; k < 16; k++)
+        l[k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k]);
+    float sum = tree16(l);
+    /* The tail as gcc compiled it: whole 16s and then one 8 as separate
+     * products added in order, the last few fused. */
+    int64_t i = np;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++)
+            sum += a[i + k] * b[i + k];
+    if (i + 8 <= n)
+        for (int k = 0; k < 8; k++, i++)
+            sum += a[i] * b[i];
+    for (; i < n; i++)
+        sum = fmaf(a[i], b[i], sum);
+    return sum;
+}
+
+__attribute__((always_inline)) static inline float dot_body(const float *a, const float *b, int64_t n)
+{
+    float s[4][16] = { { 0 } };
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 16; k++)
+                s[r][k] = fmaf(a[i + 16 * r + k], b[i + 16 * r + k], s[r][k]);
+    return vec_f32_finish(s, a, b, np, n);
+}
+
+static float dot_c(const float *a, const float *b, int64_t n) { return dot_body(a, b, n); }
+
+/* ggml_vec_dot_bf16 on an AVX-512 CPU without its BF16 instructions (the
+ * values are BF16 already, decoded exactly): two 16-lane fma accumulators
+ * over steps of 32, each summed by the tree and added in double to 0, the
+ * rest one product at a time in double, the total rounded to float. */
+__attribute__((always_inline)) static inline float dot_bf16_body(const float *a, const float *b, int64_t n)
+{
+    float c1[16] = { 0 }, c2[16] = { 0 };
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32)
+        for (int k = 0; k < 16; k++) {
+            c1[k] = fmaf(a[i + k], b[i + k], c1[k]);
+            c2[k] = fmaf(a[i + 16 + k], b[i + 16 + k], c2[k]);
+        }
+    double sum = 0.0 + (double)tree16(c1);
+    sum = (double)tree16(c2) + sum;
+    for (int64_t i = np; i < n; i++)
+        sum += (double)(a[i] * b[i]);
+    return (float)sum;
+}
+
+static float dot_bf16_c(const float *a, const float *b, int64_t n) { return dot_bf16_body(a, b, n); }
+
+static void dot4_c(const float *w, int64_t ldw, const float *x, int64_t n, float *out)
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = dot_c(w + r * ldw, x, n);
+}
+
+#ifdef VT_X86
+__attribute__((target("avx2,fma"))) static float dot_fma(const float *a, const float *b, int64_t n)
+{
+    return dot_body(a, b, n);
+}
+
+__attribute__((target("avx2,fma"))) static float dot_bf16_fma(const float *a, const float *b, int64_t n)
+{
+    return dot_bf16_body(a, b, n);
+}
+
+__attribute__((target("avx2,fma"))) static void dot4_fma(const float *w, int64_t ldw, const float *x,
+                                                         int64_t n, float *out)
+{
+    for (int r = 0; r < 4; r++)
+        out[r] = dot_body(w + r * ldw, x, n);
+}
+
+__attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b, int64_t n)
+{
+    __m512 v[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
+        for (int r = 0; r < 4; r++)
+            v[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16 * r), _mm512_loadu_ps(b + i + 16 * r), v[r]);
+    float s[4][16];
+    for (int r = 0; r < 4; r++)
+        _mm512_storeu_ps(s[r], v[r]);
+    return vec_f32_finish(s, a, b, np, n);
+}
+
+__attribute__((target("avx512f"))) static void dot4_avx512(const float *w, int64_t ldw,
+                                                           const float *x, int64_t n, float *out)
+{
+    __m512 v[4][4];
+    for (int q = 0; q < 4; q++)
+        for (int r = 0; r < 4; r++)
+            v[q][r] = _mm512_setzero_ps();
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64)
+        for (int r = 0; r < 4; r++) {
+            const __m512 xv = _mm512_loadu_ps(x + i + 16 * r);
+            for (int q = 0; q < 4; q++)
+                v[q][r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + q * ldw + i + 16 * r), xv, v[q][r]);
+        }
+    for (int q = 0; q < 4; q++) {
+        float s[4][16];
+        for (int r = 0; r < 4; r++)
+            _mm512_storeu_ps(s[r], v[q][r]);
+        out[q] = vec_f32_finish(s, w + q * ldw, x, np, n);
+    }
+}
+#endif
+
+static void axpy_c(float *restrict y, float a, const float *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = y[i] + a * x[i];
+}
+
+#ifdef VT_X86
+static void axpy_sse2(float *restrict y, float a, const float *restrict x, int64_t n)
+{
+    const __m128 av = _mm_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, _mm_add_ps(_mm_loadu_ps(y + i), _mm_mul_ps(av, _mm_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+
+__attribute__((target("avx2"))) static void axpy_avx2(float *restrict y, float a,
+                                                      const float *restrict x, int64_t n)
+{
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i),
+                                              _mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void axpy_avx512(float *restrict y, float a,
+                                                           const float *restrict x, int64_t n)
+{
+    const __m512 av = _mm512_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i),
+                                              _mm512_mul_ps(av, _mm512_loadu_ps(x + i))));
+    axpy_c(y + i, a, x + i, n - i);
+}
+#endif
+
+/* A tile is four dot4 calls (each product sums as dot() does). */
+#define TILE_FROM_DOT4(name, dot4)                                                      \
+    static void name(const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n, \
+                     float *y, int64_t ldy)                                             \
+    {                                                                                   \
+        for (int t = 0; t < 4; t++)                                                     \
+            dot4(w, ldw, x + t * ldx, n, y + t * ldy);                                  \
+    }
+TILE_FROM_DOT4(tile_c, dot4_c)
+#ifdef VT_X86
+TILE_FROM_DOT4(tile_fma, dot4_fma)
+TILE_FROM_DOT4(tile_avx512, dot4_avx512)
+#endif
+
+/* ======================================================================
+ * ggml's element-wise arithmetic around the products, as its AVX-512 CPU
+ * variant computes it (read from libggml-cpu-icelake.so's instructions):
+ * the exponential of its softmax and SwiGLU, and the fused row update of
+ * attention's V p. One body each, a portable and an FMA copy (same bits).
+ * ====================================================================== */
+
+static inline float pow2i(int e) /* 2^e for -126 <= e <= 127 */
+{
+    const uint32_t bits = (uint32_t)(e + 127) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* One lane of ggml_v_expf (AVX-512): n = round(x / ln 2) by the 1.5 * 2^23
+ * shift, b = x - n ln 2 in two parts, a degree-5 polynomial j(b), then
+ * vscalefps j * 2^n (one rounding, also where it lands in subnormals);
+ * |n| > 192 gives 0 or infinity. Within 1.5 ULP of exp, other bits than
+ * the C library's. */
+__attribute__((always_inline)) static inline float expf16_body(float x)
+{
+    const float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+    const float n = z - 0x1.8p23f;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (n != n)
+        return n;
+    if (fabsf(n) > 192.0f)
+        return n <= 0.0f ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                              fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    const int e = (int)n;
+    if (e < -126)
+        return j * pow2i(e + 100) * 0x1p-100f; /* exact, then one rounding */
+    if (e > 127)
+        return j * pow2i(e - 127) * 0x1p127f;
+    return j * pow2i(e);
+}
+
+/* ggml_vec_soft_max_f32 after the maximum: x[i] = exp(x[i] - max) for
+ * i < n, 16 at a time by expf16, each 16 summed by the tree in float and
+ * the sums added in double. The caller's row is the cache's, whose length
+ * llama.cpp pads to a multiple of 16 with masked (zero) positions: so the
+ * last 16 are zero-filled here, not left to the C library's expf. */
+__attribute__((always_inline)) static inline double exp_sum_body(float *x, int64_t n, float max)
+{
+    double sum = 0.0;
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        float l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = j0 + k < n ? (x[j0 + k] = expf16_body(x[j0 + k] - max)) : 0.0f;
+        sum += (double)tree16(l);
+    }
+    return sum;
+}
+
+/* ggml_vec_swiglu_f32 over one row: g = g / (1 + exp(0 - g)) * u, 16 at a
+ * time by expf16, the rest of the row with the C library's expf. */
+__attribute__((always_inline)) static inline void swiglu_body(float *g, const float *u, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    int64_t i = 0;
+    for (; i < n16; i++)
+        g[i] = g[i] / (1.0f + expf16_body(0.0f - g[i])) * u[i];
+    for (; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* ggml_vec_silu_f32 over one row: x = x / (1 + exp(0 - x)), 16 at a time
+ * by expf16, the rest of the row with the C library's expf. */
+__attribute__((always_inline)) static inline void silu_body(float *x, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    int64_t i = 0;
+    for (; i < n16; i++)
+        x[i] = x[i] / (1.0f + expf16_body(0.0f - x[i]));
+    for (; i < n; i++)
+        x[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+__attribute__((always_inline)) static inline void fmadd_body(float *restrict acc, const float *restrict v,
+                                                             float p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = fmaf(v[i], p, acc[i]);
+}
+
+static double exp_sum_c(float *x, int64_t n, float max) { return exp_sum_body(x, n, max); }
+static void swiglu_c(float *g, const float *u, int64_t n) { swiglu_body(g, u, n); }
+static void silu_c(float *x, int64_t n) { silu_body(x, n); }
+static void fmadd_c(float *restrict acc, const float *restrict v, float p, int64_t n)
+{
+    fmadd_body(acc, v, p, n);
+}
+
+#ifdef VT_X86
+__attribute__((target("avx2,fma"))) static double exp_sum_fma(float *x, int64_t n, float max)
+{
+    return exp_sum_body(x, n, max);
+}
+__attribute__((target("avx2,fma"))) static void swiglu_fma(float *g, const float *u, int64_t n)
+{
+    swiglu_body(g, u, n);
+}
+__attribute__((target("avx2,fma"))) static void silu_fma(float *x, int64_t n) { silu_body(x, n); }
+__attribute__((target("avx2,fma"))) static void fmadd_fma(float *restrict acc, const float *restrict v,
+                                                          float p, int64_t n)
+{
+    fmadd_body(acc, v, p, n);
+}
+__attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc, const float *restrict v,
+                                                            float p, int64_t n)
+{
+    const __m512 pv = _mm512_set1_ps(p);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(_mm512_loadu_ps(v + i), pv, _mm512_loadu_ps(acc + i)));
+    fmadd_body(acc + i, v + i, p, n - i);
+}
+#endif
+
+/* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
+ * "sse2", "avx2", "avx512f"; a diagnostic override, honoured only if the CPU
+ * has it): results are identical either way, which is how that is tested. */
+vt_kernels vt_kernels_pick(void)
+{
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    const char *want = getenv("VT_ENGINE_ISA");
+    if (want && strcmp(want, "c") == 0)
+        return c;
+#ifdef VT_X86
+    /* Without FMA hardware the fused products are the C library's fmaf:
+     * the same bits, slowly. */
+    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
+                                         exp_sum_fma, swiglu_fma, silu_fma, 1 };
+    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
+                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1 };
+    __builtin_cpu_init();
+    const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    const int has2 = __builtin_cpu_supports("avx2");
+    const vt_kernels *k2 = has2 && __builtin_cpu_supports("fma") ? &avx2_fma : &avx2;
+    if (want && strcmp(want, "sse2") == 0)
+        return sse2;
+    if (want && strcmp(want, "avx2") == 0 && has2)
+        return *k2;
+    if (has512 && !(want && strcmp(want, "avx2") == 0))
+        return avx512;
+    return has2 ? *k2 : sse2;
+#else
+    return c;
+#endif
+}

@@ -1,0 +1,62 @@
+/* What the kernels_*.c files share (internal to them): the floating-point
+ * contract of every kernel, the x86 switch, and the integer products that
+ * the matrix products call. See kernels.h for the whole.
+ *
+ * No fused multiply-add the source does not write, whatever the build
+ * flags (GNU C modes and -march=native would otherwise let the compiler
+ * fuse a*b+c, including inside the intrinsic kernels): the fused ones are
+ * written (fmaf, _mm512_fmadd_ps) where ggml's compiled code has them, so
+ * every rounding step is the same on every machine. */
+#ifndef VT_KERNELS_IMPL_H
+#define VT_KERNELS_IMPL_H
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VT_X86 1
+#endif
+
+/* The pairwise tree of 16 lanes (_mm512_reduce_add_ps as gcc compiles it):
+ * the dot products' and attention's last step. */
+static inline float tree16(float *l)
+{
+    for (int k = 0; k < 8; k++)
+        l[k] += l[k + 8];
+    for (int k = 0; k < 4; k++)
+        l[k] += l[k + 4];
+    l[0] += l[2];
+    l[1] += l[3];
+    return l[0] + l[1];
+}
+
+/* Between kernels_intdot.c and kernels_matmul.c: an integer block product of
+ * nb blocks of a weight row and a quantized activation row. */
+typedef float (*vt_int_dot_fn)(const uint8_t *w, const uint8_t *x, int64_t nb);
+/* The kernel pair (portable, FMA) w's products take under --matmul q8, or
+ * NULL (the F32 product of the rounded activation); *act: its activation. */
+const vt_int_dot_fn *vt_int_dot_of(const vt_cpu *c, const vt_mat *w, vt_act_type *act);
+/* Bytes of one token's activation in the block type act, n elements. */
+size_t vt_act_block_row_bytes(vt_act_type act, int64_t n);
+/* One token's activation quantized to act's blocks, as ggml's x86 build. */
+void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n);
+
+/* Between kernels_pool.c and the compute context (kernels_matmul.c): start
+ * n threads (n - 1 workers), and stop the started ones. */
+int vt_pool_start(vt_pool *p, int n, vt_error *err);
+void vt_pool_stop(vt_pool *p, int started);
+
+#endif
