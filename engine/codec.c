@@ -191,17 +191,6 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-/* v / 2^s rounded to nearest, ties to even (s >= 1). */
-static uint32_t rne_shift(uint32_t v, int s)
-{
-    if (s >= 32)
-        return 0; /* v < 2^24 here, below half a unit */
-    uint32_t q = v >> s;
-    uint32_t rem = v & ((1u << s) - 1u), half = 1u << (s - 1);
-    if (rem > half || (rem == half && (q & 1u)))
-        q++;
-    return q;
-}
 
 /* Both narrow formats are encoded the same way: the target unit is
  * 2^(max(e, e_min) - mant_bits), the significand is rounded to that unit,
@@ -222,27 +211,11 @@ uint16_t vt_f32_to_f16(float f)
     int e = (int)(a >> 23) - 127;
     uint32_t m = (a & 0x7fffffu) | 0x800000u;
     int E = e < -14 ? -14 : e;
-    uint32_t q = rne_shift(m, 13 + (E - e));
+    uint32_t q = vt_rne_shift(m, 13 + (E - e));
     return (uint16_t)(sign | (uint32_t)(((E + 14) << 10) + (int)q));
 }
 
-uint8_t vt_fp8_e4m3_from_f32(float f)
-{
-    uint32_t u = f32_bits(f);
-    uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return (uint8_t)(sign | 0x7fu);
-    if (fabsf(f) >= 448.0f) /* saturate: 448 is the largest finite; inf too */
-        return (uint8_t)(sign | 0x7eu);
-    if (a < 0x00800000u)
-        return sign;
-    int e = (int)(a >> 23) - 127;
-    uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    int E = e < -6 ? -6 : e;
-    uint32_t q = rne_shift(m, 20 + (E - e));
-    return (uint8_t)(sign | (uint32_t)(((E + 6) << 3) + (int)q));
-}
+uint8_t vt_fp8_e4m3_from_f32(float f) { return vt_fp8_e4m3_encode(f); }
 
 float vt_fp8_e4m3_to_f32(uint8_t c)
 {

@@ -17,6 +17,7 @@
 #ifndef VT_CODEC_BLOCKS_H
 #define VT_CODEC_BLOCKS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -113,6 +114,38 @@ VT_HD uint16_t vt_f32_bits_to_bf16(float f)
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((u >> 16) | 64);
     return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+}
+
+/* v / 2^s rounded to nearest, ties to even (s >= 1). */
+VT_HD uint32_t vt_rne_shift(uint32_t v, int s)
+{
+    if (s >= 32)
+        return 0; /* v < 2^24 here, below half a unit */
+    uint32_t q = v >> s;
+    uint32_t rem = v & ((1u << s) - 1u), half = 1u << (s - 1);
+    if (rem > half || (rem == half && (q & 1u)))
+        q++;
+    return q;
+}
+
+/* FP8 E4M3 encoding (codec.h's vt_fp8_e4m3_from_f32): round to nearest,
+ * ties to even, saturate at +-448, NaN to the NaN code of its sign. */
+VT_HD uint8_t vt_fp8_e4m3_encode(float f)
+{
+    uint32_t u = vt_f32_bits(f);
+    uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint8_t)(sign | 0x7fu);
+    if (fabsf(f) >= 448.0f) /* saturate: 448 is the largest finite; inf too */
+        return (uint8_t)(sign | 0x7eu);
+    if (a < 0x00800000u)
+        return sign;
+    int e = (int)(a >> 23) - 127;
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    int E = e < -6 ? -6 : e;
+    uint32_t q = vt_rne_shift(m, 20 + (E - e));
+    return (uint8_t)(sign | (uint32_t)(((E + 6) << 3) + (int)q));
 }
 
 VT_HD float vt_rd_half(const uint8_t *p) { return vt_half_bits_to_f32(vt_rd16(p)); }

@@ -38,14 +38,8 @@ void vt_rope_angles(float *cs, int32_t pos, int64_t d, float base)
 void vt_rope_neox(float *x, const float *cs, int64_t d)
 {
     const int64_t half = d / 2;
-    for (int64_t i = 0; i < half; i++) {
-        const float c = cs[2 * i], s = cs[2 * i + 1];
-        const float x0 = x[i], x1 = x[i + half];
-        /* ggml's build contracts these: x0 c - (x1 s) and x0 s + (x1 c), the
-         * product in brackets rounded, the rest one fused operation. */
-        x[i] = fmaf(x0, c, -(x1 * s));
-        x[i + half] = fmaf(x0, s, x1 * c);
-    }
+    for (int64_t i = 0; i < half; i++)
+        rope_neox_pair(&x[i], &x[i + half], cs[2 * i], cs[2 * i + 1]);
 }
 
 /* ======================================================================

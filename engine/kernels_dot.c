@@ -196,39 +196,7 @@ TILE_FROM_DOT4(tile_avx512, dot4_avx512)
  * attention's V p. One body each, a portable and an FMA copy (same bits).
  * ====================================================================== */
 
-static inline float pow2i(int e) /* 2^e for -126 <= e <= 127 */
-{
-    const uint32_t bits = (uint32_t)(e + 127) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-/* One lane of ggml_v_expf (AVX-512): n = round(x / ln 2) by the 1.5 * 2^23
- * shift, b = x - n ln 2 in two parts, a degree-5 polynomial j(b), then
- * vscalefps j * 2^n (one rounding, also where it lands in subnormals);
- * |n| > 192 gives 0 or infinity. Within 1.5 ULP of exp, other bits than
- * the C library's. */
-__attribute__((always_inline)) static inline float expf16_body(float x)
-{
-    const float z = fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
-    const float n = z - 0x1.8p23f;
-    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    if (n != n)
-        return n;
-    if (fabsf(n) > 192.0f)
-        return n <= 0.0f ? 0.0f : INFINITY;
-    const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                              fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
-    const int e = (int)n;
-    if (e < -126)
-        return j * pow2i(e + 100) * 0x1p-100f; /* exact, then one rounding */
-    if (e > 127)
-        return j * pow2i(e - 127) * 0x1p127f;
-    return j * pow2i(e);
-}
+/* pow2i and expf16_body: engine_math.h, shared with the GPU. */
 
 /* ggml_vec_soft_max_f32 after the maximum: x[i] = exp(x[i] - max) for
  * i < n, 16 at a time by expf16, each 16 summed by the tree in float and
@@ -254,7 +222,7 @@ __attribute__((always_inline)) static inline void swiglu_body(float *g, const fl
     const int64_t n16 = n & ~(int64_t)15;
     int64_t i = 0;
     for (; i < n16; i++)
-        g[i] = g[i] / (1.0f + expf16_body(0.0f - g[i])) * u[i];
+        g[i] = swiglu_lane(g[i], u[i]);
     for (; i < n; i++)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }

@@ -16,6 +16,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include "engine_math.h" /* tree16, expf16_body: shared with the GPU */
 #include "kernels.h"
 
 #include <math.h>
@@ -29,19 +30,6 @@
 #include <immintrin.h>
 #define VT_X86 1
 #endif
-
-/* The pairwise tree of 16 lanes (_mm512_reduce_add_ps as gcc compiles it):
- * the dot products' and attention's last step. */
-static inline float tree16(float *l)
-{
-    for (int k = 0; k < 8; k++)
-        l[k] += l[k + 8];
-    for (int k = 0; k < 4; k++)
-        l[k] += l[k + 4];
-    l[0] += l[2];
-    l[1] += l[3];
-    return l[0] + l[1];
-}
 
 /* Between kernels_intdot.c and kernels_matmul.c: an integer block product of
  * nb blocks of a weight row and a quantized activation row. */

@@ -228,6 +228,7 @@ void vt_qwen3_reset(vt_qwen3 *m) { m->n_past = 0; }
 
 const vt_qwen3_hparams *vt_qwen3_hparams_of(const vt_qwen3 *m) { return &m->hp; }
 int32_t vt_qwen3_n_past(const vt_qwen3 *m) { return m->n_past; }
+const struct vt_gguf *vt_qwen3_gguf(const vt_qwen3 *m) { return m->gguf; }
 int32_t vt_qwen3_n_threads(const vt_qwen3 *m) { return m->cpu.n_threads; }
 const char *vt_qwen3_detail(const vt_qwen3 *m) { return m->cpu.detail; }
 void vt_qwen3_resolved(const vt_qwen3 *m, vt_runner_settings *out) { vt_cpu_resolved(&m->cpu, out); }

@@ -14,6 +14,7 @@ extern "C" {
 }
 #undef restrict
 #include "../codec_blocks.h"
+#include "device_codec.h"
 #include "vt_gpu.h"
 
 #include <stdio.h>
@@ -59,7 +60,7 @@ extern "C" int vt_gpu_device_count(int *n, vt_error *err)
     return VT_OK;
 }
 
-static int bind(int device, vt_error *err)
+extern "C" int vt_gpu_bind(int device, vt_error *err)
 {
     int n = 0;
     vt_gpu_device_count(&n, err);
@@ -71,7 +72,7 @@ static int bind(int device, vt_error *err)
 
 extern "C" int vt_gpu_device_name(int device, char *buf, size_t cap, vt_error *err)
 {
-    int rc = bind(device, err);
+    int rc = vt_gpu_bind(device, err);
     if (rc)
         return rc;
     hipDeviceProp_t p;
@@ -87,7 +88,7 @@ extern "C" int vt_gpu_device_name(int device, char *buf, size_t cap, vt_error *e
 extern "C" int vt_gpu_runtime(int device, const char **vendor, int *runtime_version, int *driver_version,
                               vt_error *err)
 {
-    int rc = bind(device, err);
+    int rc = vt_gpu_bind(device, err);
     if (rc)
         return rc;
     *vendor = VT_GPU_VENDOR;
@@ -97,39 +98,6 @@ extern "C" int vt_gpu_runtime(int device, const char **vendor, int *runtime_vers
 }
 
 /* ------------------------------------------------------------ kernels */
-
-__device__ static void decode_block(int type, const uint8_t *b, float *y, const vt_iq_grids *g)
-{
-    switch (type) {
-    case VT_TYPE_F32: vt_block_f32(b, y, g); break;
-    case VT_TYPE_F16: vt_block_f16(b, y, g); break;
-    case VT_TYPE_BF16: vt_block_bf16(b, y, g); break;
-    case VT_TYPE_Q4_0: vt_block_q4_0(b, y, g); break;
-    case VT_TYPE_Q4_1: vt_block_q4_1(b, y, g); break;
-    case VT_TYPE_Q5_0: vt_block_q5_0(b, y, g); break;
-    case VT_TYPE_Q5_1: vt_block_q5_1(b, y, g); break;
-    case VT_TYPE_Q8_0: vt_block_q8_0(b, y, g); break;
-    case VT_TYPE_Q2_K: vt_block_q2_k(b, y, g); break;
-    case VT_TYPE_Q3_K: vt_block_q3_k(b, y, g); break;
-    case VT_TYPE_Q4_K: vt_block_q4_k(b, y, g); break;
-    case VT_TYPE_Q5_K: vt_block_q5_k(b, y, g); break;
-    case VT_TYPE_Q6_K: vt_block_q6_k(b, y, g); break;
-    case VT_TYPE_Q8_K: vt_block_q8_k(b, y, g); break;
-    case VT_TYPE_IQ2_XXS: vt_block_iq2_xxs(b, y, g); break;
-    case VT_TYPE_IQ2_XS: vt_block_iq2_xs(b, y, g); break;
-    case VT_TYPE_IQ2_S: vt_block_iq2_s(b, y, g); break;
-    case VT_TYPE_IQ3_XXS: vt_block_iq3_xxs(b, y, g); break;
-    case VT_TYPE_IQ3_S: vt_block_iq3_s(b, y, g); break;
-    case VT_TYPE_IQ1_S: vt_block_iq1_s(b, y, g); break;
-    case VT_TYPE_IQ1_M: vt_block_iq1_m(b, y, g); break;
-    case VT_TYPE_IQ4_NL: vt_block_iq4_nl(b, y, g); break;
-    case VT_TYPE_IQ4_XS: vt_block_iq4_xs(b, y, g); break;
-    case VT_TYPE_TQ1_0: vt_block_tq1_0(b, y, g); break;
-    case VT_TYPE_TQ2_0: vt_block_tq2_0(b, y, g); break;
-    case VT_TYPE_MXFP4: vt_block_mxfp4(b, y, g); break;
-    default: break; /* refused on the host before any launch */
-    }
-}
 
 /* Every id against [0, n_rows) as a full int64; the first bad position
  * wins (atomicMin), so the report does not depend on thread order. */
@@ -175,6 +143,33 @@ __global__ static void gather_blocks(int type, const uint8_t *rows, size_t row_b
     }
 }
 
+/* The IQ codebooks, packed one after another in device memory of the
+ * current device; *g points into *buf. */
+extern "C" int vt_gpu_grids_upload(uint8_t **buf, vt_iq_grids *g, vt_error *err)
+{
+    const vt_iq_grids *h = vt_iq_host_grids();
+    const size_t sz[8] = { sizeof vt_iq2xxs_grid, sizeof vt_iq2xs_grid, sizeof vt_iq2s_grid, sizeof vt_iq3xxs_grid,
+                           sizeof vt_iq3s_grid,   sizeof vt_iq1s_grid,  sizeof vt_iq2_signs, sizeof vt_iq4nl_values };
+    const void *src[8] = { h->iq2xxs, h->iq2xs, h->iq2s, h->iq3xxs, h->iq3s, h->iq1s, h->iq2_signs, h->iq4nl };
+    size_t total = 0, at[8];
+    for (int k = 0; k < 8; k++) {
+        at[k] = total;
+        total += (sz[k] + 15) / 16 * 16;
+    }
+    GPU_TRY(hipMalloc((void **)buf, total), "hipMalloc codebooks");
+    for (int k = 0; k < 8; k++)
+        GPU_TRY(hipMemcpy(*buf + at[k], src[k], sz[k], hipMemcpyHostToDevice), "codebooks upload");
+    g->iq2xxs = (const uint8_t(*)[8])(*buf + at[0]);
+    g->iq2xs = (const uint8_t(*)[8])(*buf + at[1]);
+    g->iq2s = (const uint8_t(*)[8])(*buf + at[2]);
+    g->iq3xxs = (const uint8_t(*)[4])(*buf + at[3]);
+    g->iq3s = (const uint8_t(*)[4])(*buf + at[4]);
+    g->iq1s = (const int8_t(*)[8])(*buf + at[5]);
+    g->iq2_signs = *buf + at[6];
+    g->iq4nl = (const int8_t *)(*buf + at[7]);
+    return VT_OK;
+}
+
 /* ------------------------------------------------------------ tables */
 
 extern "C" vt_gpu_table *vt_gpu_table_upload(int device, const vt_codec *c, const void *rows, int64_t n_rows,
@@ -190,7 +185,7 @@ extern "C" vt_gpu_table *vt_gpu_table_upload(int device, const vt_codec *c, cons
                      (long long)n_rows, (long long)row_elems);
         return NULL;
     }
-    if (bind(device, err))
+    if (vt_gpu_bind(device, err))
         return NULL;
     vt_gpu_table *t = (vt_gpu_table *)calloc(1, sizeof *t);
     if (!t) {
@@ -202,40 +197,22 @@ extern "C" vt_gpu_table *vt_gpu_table_upload(int device, const vt_codec *c, cons
     t->n_rows = n_rows;
     t->row_elems = row_elems;
     t->row_bytes = rb;
-    /* The codebooks, packed one after another in device memory. */
-    const vt_iq_grids *h = vt_iq_host_grids();
-    const size_t sz[8] = { sizeof vt_iq2xxs_grid, sizeof vt_iq2xs_grid, sizeof vt_iq2s_grid, sizeof vt_iq3xxs_grid,
-                           sizeof vt_iq3s_grid,   sizeof vt_iq1s_grid,  sizeof vt_iq2_signs, sizeof vt_iq4nl_values };
-    const void *src[8] = { h->iq2xxs, h->iq2xs, h->iq2s, h->iq3xxs, h->iq3s, h->iq1s, h->iq2_signs, h->iq4nl };
-    size_t total = 0, at[8];
-    for (int k = 0; k < 8; k++) {
-        at[k] = total;
-        total += (sz[k] + 15) / 16 * 16;
-    }
     hipError_t e = hipStreamCreateWithFlags(&t->stream, hipStreamNonBlocking);
     if (e == hipSuccess)
         e = hipMalloc((void **)&t->rows, rb * (size_t)n_rows + 1);
     if (e == hipSuccess)
-        e = hipMalloc((void **)&t->grids, total);
-    if (e == hipSuccess)
         e = hipMalloc((void **)&t->errbuf, 16);
     if (e == hipSuccess && n_rows)
         e = hipMemcpy(t->rows, rows, rb * (size_t)n_rows, hipMemcpyHostToDevice);
-    for (int k = 0; k < 8 && e == hipSuccess; k++)
-        e = hipMemcpy(t->grids + at[k], src[k], sz[k], hipMemcpyHostToDevice);
     if (e != hipSuccess) {
         gpu_fail(err, e, "table upload");
         vt_gpu_table_free(t);
         return NULL;
     }
-    t->dgrids.iq2xxs = (const uint8_t(*)[8])(t->grids + at[0]);
-    t->dgrids.iq2xs = (const uint8_t(*)[8])(t->grids + at[1]);
-    t->dgrids.iq2s = (const uint8_t(*)[8])(t->grids + at[2]);
-    t->dgrids.iq3xxs = (const uint8_t(*)[4])(t->grids + at[3]);
-    t->dgrids.iq3s = (const uint8_t(*)[4])(t->grids + at[4]);
-    t->dgrids.iq1s = (const int8_t(*)[8])(t->grids + at[5]);
-    t->dgrids.iq2_signs = t->grids + at[6];
-    t->dgrids.iq4nl = (const int8_t *)(t->grids + at[7]);
+    if (vt_gpu_grids_upload(&t->grids, &t->dgrids, err)) {
+        vt_gpu_table_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -266,7 +243,7 @@ extern "C" int vt_gpu_gather_async(vt_gpu_table *t, const int64_t *ids_dev, int6
 {
     if (n_ids < 0)
         return vt_error_set(err, VT_EINPUT, "gpu gather: %lld ids: expected >= 0", (long long)n_ids);
-    int rc = bind(t->device, err);
+    int rc = vt_gpu_bind(t->device, err);
     if (rc)
         return rc;
     GPU_TRY(hipMemsetAsync(err_dev, 0xff, 16, t->stream), "hipMemsetAsync");
@@ -292,7 +269,7 @@ extern "C" int vt_gpu_gather(vt_gpu_table *t, const int64_t *ids, int64_t n_ids,
 {
     if (n_ids < 0)
         return vt_error_set(err, VT_EINPUT, "gpu gather: %lld ids: expected >= 0", (long long)n_ids);
-    int rc = bind(t->device, err);
+    int rc = vt_gpu_bind(t->device, err);
     if (rc)
         return rc;
     const size_t out_bytes = (size_t)n_ids * (size_t)t->row_elems * (out_dtype == VT_DTYPE_F32 ? 4u : 2u);

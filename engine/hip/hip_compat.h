@@ -10,9 +10,12 @@
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
 #define VT_GPU_VENDOR "amd"
+/* A wavefront runs in lockstep; this orders its lanes' shared-memory use. */
+#define VT_SYNCWARP() __builtin_amdgcn_wave_barrier()
 #elif defined(__CUDACC__)
 #include <cuda_runtime.h>
 #define VT_GPU_VENDOR "nvidia"
+#define VT_SYNCWARP() __syncwarp()
 
 typedef cudaError_t hipError_t;
 typedef cudaStream_t hipStream_t;
@@ -48,6 +51,8 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipEventRecord cudaEventRecord
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
+#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #else
 #error "engine/hip: expected hipcc (AMD) or nvcc (NVIDIA)"
 #endif

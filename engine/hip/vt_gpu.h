@@ -18,6 +18,7 @@
 
 #include "../../common/vt_error.h"
 #include "../codec.h"
+#include "../codec_blocks.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +53,85 @@ int vt_gpu_gather(vt_gpu_table *t, const int64_t *ids, int64_t n_ids, vt_dtype o
  * and fills; nothing waits. */
 int vt_gpu_gather_async(vt_gpu_table *t, const int64_t *ids_dev, int64_t n_ids, vt_dtype out_dtype,
                         void *out_dev, uint64_t *err_dev, vt_error *err);
+
+
+/* Binds device (hipSetDevice) after checking it exists. */
+int vt_gpu_bind(int device, vt_error *err);
+/* The IQ codebooks copied to the current device (*buf to hipFree); *g points there. */
+int vt_gpu_grids_upload(uint8_t **buf, vt_iq_grids *g, vt_error *err);
+
+/* ---------------------------------------------------------------------
+ * Device operations of the forward pass (ops.hip). Each is one function of
+ * its inputs, computed in the CPU engine's order (engine_math.h,
+ * codec_blocks.h, and the dot products' lane layout of kernels_dot.c), so
+ * the GPU's results are the CPU engine's in exact matmul mode bit for bit.
+ * All run on the context's stream, asynchronously; pointers are device
+ * memory unless a name says host. */
+
+typedef struct vt_gpu vt_gpu;
+
+vt_gpu *vt_gpu_open(int device, vt_error *err);
+void vt_gpu_close(vt_gpu *g);
+void *vt_gpu_malloc(vt_gpu *g, size_t bytes, vt_error *err); /* NULL on failure, err set */
+void vt_gpu_mfree(vt_gpu *g, void *p);
+int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err);
+int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err); /* waits */
+int vt_gpu_wait(vt_gpu *g, vt_error *err);
+
+/* A weight matrix in its codec, rows packed as in the GGUF file. */
+typedef struct vt_gpu_mat {
+    const uint8_t *data;
+    int type;
+    int64_t rows, cols;
+    size_t row_bytes;
+} vt_gpu_mat;
+
+/* The KV cache: n_layer x n_ctx x kv_dim elements of K and of V. */
+typedef struct vt_gpu_kv {
+    void *k, *v;
+    int dtype; /* VT_CACHE_F32, VT_CACHE_BF16 or VT_CACHE_FP8_E4M3 (runner.h) */
+    int32_t n_layer, n_ctx;
+    int64_t kv_dim;
+    const float *fp8_table; /* 256 values, the CPU's decoding table */
+} vt_gpu_kv;
+
+/* x[t] = row ids[t] of the table, decoded to F32 (ids checked by the caller). */
+int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *table, const int64_t *ids, int64_t n_tok, float *x, vt_error *err);
+/* out = RMSNorm(x) * w row by row (w may be NULL). */
+int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n, float eps,
+                        vt_error *err);
+/* y[t * ldy + o] = dot(W row o, x[t]) (x: n_tok rows of W->cols): F32 order,
+ * BF16 weights in ggml_vec_dot_bf16's. W->cols must be a multiple of 64. */
+int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
+                  vt_error *err);
+/* Per head of every token: x = RMSNorm(x) * w over head_dim, then NeoX RoPE
+ * with the angles cs (n_tok x head_dim: cos, sin pairs, the CPU's). */
+int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld, const float *w,
+                          float eps, const float *cs, vt_error *err);
+/* K and V rows of n_tok tokens stored at positions pos0.. of layer. */
+int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, const float *k,
+                    const float *v, vt_error *err);
+/* Causal grouped-query attention over the cache, as kernels_kv.c. */
+int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, int n_head,
+                     int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out, int64_t ldo, vt_error *err);
+/* x += y over n elements. */
+int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err);
+/* g = silu(g) * u over rows of n (n a multiple of 16). */
+int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err);
+
+/* ---------------------------------------------------------------------
+ * A qwen3 model on the GPU (qwen3_gpu.c): the CPU engine loads and checks
+ * the file (vt_qwen3_open), its tensors are copied to the device in their
+ * codecs, and vt_gpu_qwen3_eval is vt_qwen3_eval computed there (exact
+ * matmul mode; s->matmul must be exact). */
+typedef struct vt_gpu_qwen3 vt_gpu_qwen3;
+struct vt_runner_settings;
+vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const struct vt_runner_settings *s, vt_error *err);
+void vt_gpu_qwen3_close(vt_gpu_qwen3 *m);
+void vt_gpu_qwen3_reset(vt_gpu_qwen3 *m);
+int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
+                      vt_error *err);
+int32_t vt_gpu_qwen3_n_vocab(const vt_gpu_qwen3 *m);
 
 #ifdef __cplusplus
 }

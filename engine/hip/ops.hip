@@ -1,0 +1,493 @@
+/* The forward pass's device operations (vt_gpu.h). Each output is computed
+ * in the CPU engine's own order, so that the GPU's logits are the CPU
+ * engine's (exact matmul mode) bit for bit:
+ *   dot products   ggml_vec_dot_f32's layout (kernels_dot.c): 64 partial sums,
+ *                  lane L of a warp holding partials L and 32 + L, fused
+ *                  multiply-adds in element order, then (s0+s2)+(s1+s3) and
+ *                  the 16-lane tree by shuffles, the tail as the CPU's; BF16
+ *                  weights in ggml_vec_dot_bf16's (two 16-lane halves, double)
+ *   RMSNorm        the sum of squares in double, in element order (one thread)
+ *   softmax        expf16 and tree16 of engine_math.h per 16 keys, the sums
+ *                  added in double in key order
+ *   V p            64 accumulators per output in key order, as kernels_kv.c
+ * Warps are taken as 32 lanes (width-32 shuffles), also inside AMD's
+ * 64-lane wavefronts. No contraction of a*b+c: see codec_blocks.h. */
+#include "hip_compat.h"
+
+#define restrict __restrict__
+extern "C" {
+#include "../../common/vt_error.h"
+#include "../codec.h"
+#include "../runner.h"
+}
+#undef restrict
+#include "../codec_blocks.h"
+#include "../engine_math.h"
+#include "device_codec.h"
+#include "vt_gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(__HIP_PLATFORM_AMD__)
+#define SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))
+#define SHFL(v, l, w) __shfl((v), (l), (w))
+#else
+#define SHFL_DOWN(v, d, w) __shfl_down_sync(0xffffffffu, (v), (d), (w))
+#define SHFL(v, l, w) __shfl_sync(0xffffffffu, (v), (l), (w))
+#endif
+
+struct vt_gpu {
+    int device;
+    hipStream_t stream;
+    uint8_t *grids_buf;
+    vt_iq_grids grids;
+};
+
+static int fail(vt_error *err, hipError_t e, const char *what)
+{
+    return vt_error_set(err, VT_EINPUT, "gpu: %s: %s", what, hipGetErrorString(e));
+}
+
+#define TRY(call, what)                                                                             \
+    do {                                                                                            \
+        hipError_t e_ = (call);                                                                     \
+        if (e_ != hipSuccess)                                                                       \
+            return fail(err, e_, what);                                                             \
+    } while (0)
+
+#define LAUNCHED(what) TRY(hipGetLastError(), what)
+
+extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
+{
+    if (vt_gpu_bind(device, err))
+        return NULL;
+    vt_gpu *g = (vt_gpu *)calloc(1, sizeof *g);
+    if (!g) {
+        vt_error_set(err, VT_EINPUT, "gpu: out of memory");
+        return NULL;
+    }
+    g->device = device;
+    hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
+    if (e != hipSuccess) {
+        fail(err, e, "hipStreamCreateWithFlags");
+        free(g);
+        return NULL;
+    }
+    if (vt_gpu_grids_upload(&g->grids_buf, &g->grids, err)) {
+        vt_gpu_close(g);
+        return NULL;
+    }
+    return g;
+}
+
+extern "C" void vt_gpu_close(vt_gpu *g)
+{
+    if (!g)
+        return;
+    if (hipSetDevice(g->device) == hipSuccess) {
+        hipStreamSynchronize(g->stream);
+        hipFree(g->grids_buf);
+        hipStreamDestroy(g->stream);
+    }
+    free(g);
+}
+
+extern "C" void *vt_gpu_malloc(vt_gpu *g, size_t bytes, vt_error *err)
+{
+    void *p = NULL;
+    if (vt_gpu_bind(g->device, err))
+        return NULL;
+    hipError_t e = hipMalloc(&p, bytes ? bytes : 1);
+    if (e != hipSuccess) {
+        fail(err, e, "hipMalloc");
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void vt_gpu_mfree(vt_gpu *g, void *p)
+{
+    if (p && hipSetDevice(g->device) == hipSuccess)
+        hipFree(p);
+}
+
+extern "C" int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    TRY(hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, g->stream), "hipMemcpyAsync to device");
+    /* The host buffer may be reused at once: wait for the copy. */
+    TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
+    TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_wait(vt_gpu *g, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    return VT_OK;
+}
+
+/* ------------------------------------------------------------ dots */
+
+/* The tail of ggml_vec_dot_f32 past the last 64 (kernels_dot.c's
+ * vec_f32_finish), added to sum in one thread. */
+__device__ static float dot_tail(const float *a, const float *b, int64_t np, int64_t n, float sum)
+{
+    int64_t i = np;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++)
+            sum += a[i + k] * b[i + k];
+    if (i + 8 <= n)
+        for (int k = 0; k < 8; k++, i++)
+            sum += a[i] * b[i];
+    for (; i < n; i++)
+        sum = fmaf(a[i], b[i], sum);
+    return sum;
+}
+
+/* dot(a, b) by one warp (lane 0..31), the result in lane 0. */
+__device__ static float warp_dot_f32(const float *a, const float *b, int64_t n, int lane)
+{
+    float sa = 0.0f, sb = 0.0f; /* partial sums lane and 32 + lane of 64 */
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64) {
+        sa = fmaf(a[i + lane], b[i + lane], sa);
+        sb = fmaf(a[i + 32 + lane], b[i + 32 + lane], sb);
+    }
+    /* lane k < 16: s0k + s2k; lane 16 + k: s1k + s3k */
+    float l = sa + sb;
+    l = l + SHFL_DOWN(l, 16, 32);
+    l = l + SHFL_DOWN(l, 8, 32);
+    l = l + SHFL_DOWN(l, 4, 32);
+    l = l + SHFL_DOWN(l, 2, 32);
+    float sum = l + SHFL_DOWN(l, 1, 32);
+    if (lane == 0 && np < n)
+        sum = dot_tail(a, b, np, n, sum);
+    return sum;
+}
+
+/* ggml_vec_dot_bf16 (kernels_dot.c's dot_bf16_body) by one warp: lanes
+ * 0..15 the first accumulator of 16, lanes 16..31 the second. */
+__device__ static float warp_dot_bf16(const float *a, const float *b, int64_t n, int lane)
+{
+    float c = 0.0f;
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32)
+        c = fmaf(a[i + lane], b[i + lane], c);
+    c = c + SHFL_DOWN(c, 8, 16);
+    c = c + SHFL_DOWN(c, 4, 16);
+    c = c + SHFL_DOWN(c, 2, 16);
+    c = c + SHFL_DOWN(c, 1, 16);
+    const float t2 = SHFL(c, 16, 32);
+    double sum = 0.0 + (double)c;
+    sum = (double)t2 + sum;
+    for (int64_t i = np; i < n; i++)
+        sum += (double)(a[i] * b[i]);
+    return (float)sum;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+__global__ static void k_embed(int type, const uint8_t *rows, size_t row_bytes, int64_t block_elems,
+                               size_t block_bytes, int64_t bpr, const int64_t *ids, int64_t n_tok, float *x,
+                               vt_iq_grids g)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n_tok * bpr;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = k / bpr, j = k % bpr;
+        decode_block(type, rows + (size_t)ids[t] * row_bytes + (size_t)j * block_bytes, x + t * bpr * block_elems + j * block_elems, &g);
+    }
+}
+
+/* One block per row; thread 0 sums in order, every thread scales. */
+__global__ static void k_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    __shared__ float scale_s;
+    const float *xr = x + (int64_t)blockIdx.x * n;
+    float *o = out + (int64_t)blockIdx.x * n;
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            sum += (double)(xr[i] * xr[i]);
+        const float mean = (float)(sum / (double)n);
+        scale_s = 1.0f / sqrtf(mean + eps);
+    }
+    __syncthreads();
+    const float scale = scale_s;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        o[i] = w ? xr[i] * scale * w[i] : xr[i] * scale;
+}
+
+/* One block per output row: the row decoded into shared memory, then each
+ * warp takes tokens. */
+__global__ static void k_matmul(int type, const uint8_t *data, size_t row_bytes, int64_t cols, int64_t block_elems,
+                                size_t block_bytes, const float *x, int64_t n_tok, float *y, int64_t ldy,
+                                vt_iq_grids g)
+{
+    extern __shared__ float row[];
+    const int64_t o = blockIdx.x;
+    const uint8_t *wr = data + (size_t)o * row_bytes;
+    const int64_t nb = cols / block_elems;
+    for (int64_t b = threadIdx.x; b < nb; b += blockDim.x) {
+        float tmp[VT_QK_K];
+        decode_block(type, wr + (size_t)b * block_bytes, tmp, &g);
+        for (int64_t e = 0; e < block_elems; e++)
+            row[b * block_elems + e] = tmp[e];
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int64_t t = warp; t < n_tok; t += warps) {
+        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, x + t * cols, cols, lane)
+                                             : warp_dot_f32(row, x + t * cols, cols, lane);
+        if (lane == 0)
+            y[t * ldy + o] = r;
+    }
+}
+
+/* One block per (token, head): RMSNorm over the head, then NeoX RoPE. */
+__global__ static void k_head_norm_rope(float *x, int n_head, int64_t hd, int64_t ld, const float *w, float eps,
+                                        const float *cs)
+{
+    __shared__ float scale_s;
+    const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
+    float *v = x + t * ld + h * hd;
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < hd; i++)
+            sum += (double)(v[i] * v[i]);
+        const float mean = (float)(sum / (double)hd);
+        scale_s = 1.0f / sqrtf(mean + eps);
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
+        v[i] = v[i] * scale_s * w[i];
+    __syncthreads();
+    const float *c = cs + t * hd;
+    for (int64_t i = threadIdx.x; i < hd / 2; i += blockDim.x)
+        rope_neox_pair(&v[i], &v[i + hd / 2], c[2 * i], c[2 * i + 1]);
+}
+
+__device__ static void cache_put(int dtype, void *cache, size_t at, float f)
+{
+    if (dtype == VT_CACHE_BF16)
+        ((uint16_t *)cache)[at] = vt_f32_bits_to_bf16(f);
+    else if (dtype == VT_CACHE_FP8_E4M3)
+        ((uint8_t *)cache)[at] = vt_fp8_e4m3_encode(f);
+    else
+        ((float *)cache)[at] = f;
+}
+
+__device__ static float cache_get(const vt_gpu_kv &kv, const void *cache, size_t at)
+{
+    if (kv.dtype == VT_CACHE_BF16)
+        return vt_bits_f32((uint32_t)((const uint16_t *)cache)[at] << 16);
+    if (kv.dtype == VT_CACHE_FP8_E4M3)
+        return kv.fp8_table[((const uint8_t *)cache)[at]];
+    return ((const float *)cache)[at];
+}
+
+__global__ static void k_kv_store(vt_gpu_kv kv, int layer, int32_t pos0, int64_t n_tok, const float *k,
+                                  const float *v)
+{
+    const int64_t n = n_tok * kv.kv_dim;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / kv.kv_dim, d = i % kv.kv_dim;
+        const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)(pos0 + t)) * (size_t)kv.kv_dim + (size_t)d;
+        cache_put(kv.dtype, kv.k, at, k[i]);
+        cache_put(kv.dtype, kv.v, at, v[i]);
+    }
+}
+
+/* One block per (token, head), 4 warps. Shared: q (hd), one key row per
+ * warp (4 hd), the scores (n_keys rounded up to 16), one sum per 16 keys. */
+__global__ static void k_attention(vt_gpu_kv kv, int layer, int32_t pos0, int n_head, int n_head_kv, int64_t hd,
+                                   const float *q, int64_t ldq, float *out, int64_t ldo)
+{
+    extern __shared__ float sh[];
+    const int64_t t = blockIdx.x / n_head;
+    const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
+    const int32_t n_keys = pos0 + (int32_t)t + 1;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
+    float *qs = sh, *kbuf = qs + hd, *scores = kbuf + 4 * hd, *csum = scores + n16;
+    __shared__ float inv_s;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
+        qs[d] = q[t * ldq + h * hd + d];
+    __syncthreads();
+    const size_t head_off = (size_t)kvh * (size_t)hd;
+    float *kw = kbuf + warp * hd;
+    for (int32_t j = warp; j < n_keys; j += 4) {
+        const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)j) * (size_t)kv.kv_dim + head_off;
+        for (int64_t d = lane; d < hd; d += 32)
+            kw[d] = cache_get(kv, kv.k, at + (size_t)d);
+        VT_SYNCWARP();
+        const float s = warp_dot_f32(kw, qs, hd, lane);
+        if (lane == 0)
+            scores[j] = s * scale;
+        VT_SYNCWARP();
+    }
+    __syncthreads();
+    /* The maximum (order does not matter), then exp and a float tree per 16
+     * keys, the 16-sums added in double in key order (exp_sum_body). */
+    __shared__ float max_s;
+    if (threadIdx.x == 0) {
+        float m = -INFINITY;
+        for (int32_t j = 0; j < n_keys; j++)
+            m = fmaxf(m, scores[j]);
+        max_s = m;
+    }
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < n16 / 16; c += blockDim.x) {
+        float l[16];
+        for (int k = 0; k < 16; k++) {
+            const int64_t j = c * 16 + k;
+            l[k] = j < n_keys ? (scores[j] = expf16_body(scores[j] - max_s)) : 0.0f;
+        }
+        csum[c] = tree16(l);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < n16 / 16; c++)
+            sum += (double)csum[c];
+        inv_s = (float)(1.0 / sum);
+    }
+    __syncthreads();
+    const float inv = inv_s;
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc[64];
+        for (int k = 0; k < 64; k++)
+            acc[k] = 0.0f;
+        for (int32_t j = 0; j < n_keys; j++) {
+            const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)j) * (size_t)kv.kv_dim + head_off;
+            acc[j & 63] = fmaf(cache_get(kv, kv.v, at + (size_t)d), scores[j] * inv, acc[j & 63]);
+        }
+        float l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = (acc[k] + acc[k + 32]) + (acc[k + 16] + acc[k + 48]);
+        out[t * ldo + h * hd + d] = tree16(l);
+    }
+}
+
+__global__ static void k_add(float *x, const float *y, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        x[i] += y[i];
+}
+
+__global__ static void k_swiglu(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        g[i] = swiglu_lane(g[i], u[i]);
+}
+
+/* ------------------------------------------------------------ launchers */
+
+static unsigned grid_for(int64_t n, int threads)
+{
+    const int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+extern "C" int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *w, const int64_t *ids, int64_t n_tok, float *x, vt_error *err)
+{
+    const vt_codec *c = vt_codec_by_type(w->type);
+    if (!c || !c->decode_f32)
+        return vt_error_set(err, VT_EINPUT, "gpu embed: type %d: expected a decodable codec", w->type);
+    const int64_t bpr = w->cols / c->block_elems;
+    k_embed<<<grid_for(n_tok * bpr, 128), 128, 0, g->stream>>>(w->type, w->data, w->row_bytes, c->block_elems,
+                                                                c->block_bytes, bpr, ids, n_tok, x, g->grids);
+    LAUNCHED("k_embed");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n,
+                                   float eps, vt_error *err)
+{
+    if (rows <= 0)
+        return VT_OK;
+    k_rmsnorm<<<(unsigned)rows, 256, 0, g->stream>>>(out, x, w, n, eps);
+    LAUNCHED("k_rmsnorm");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
+                             vt_error *err)
+{
+    const vt_codec *c = vt_codec_by_type(w->type);
+    if (!c || !c->decode_f32)
+        return vt_error_set(err, VT_EINPUT, "gpu matmul: type %d: expected a decodable codec", w->type);
+    if (w->cols % 64 || (size_t)w->cols * 4 > 96 * 1024)
+        return vt_error_set(err, VT_EINPUT, "gpu matmul: rows of %lld: expected a multiple of 64, at most 24576",
+                            (long long)w->cols);
+    if (n_tok <= 0)
+        return VT_OK;
+    const size_t shm = (size_t)w->cols * sizeof(float);
+    if (shm > 48 * 1024)
+        TRY(hipFuncSetAttribute((const void *)k_matmul, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
+            "hipFuncSetAttribute");
+    k_matmul<<<(unsigned)w->rows, 256, shm, g->stream>>>(w->type, w->data, w->row_bytes, w->cols, c->block_elems,
+                                                          c->block_bytes, x, n_tok, y, ldy, g->grids);
+    LAUNCHED("k_matmul");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld,
+                                     const float *w, float eps, const float *cs, vt_error *err)
+{
+    k_head_norm_rope<<<(unsigned)(n_tok * n_head), 64, 0, g->stream>>>(x, n_head, hd, ld, w, eps, cs);
+    LAUNCHED("k_head_norm_rope");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok,
+                               const float *k, const float *v, vt_error *err)
+{
+    k_kv_store<<<grid_for(n_tok * kv->kv_dim, 256), 256, 0, g->stream>>>(*kv, layer, pos0, n_tok, k, v);
+    LAUNCHED("k_kv_store");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, int n_head,
+                                int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out, int64_t ldo,
+                                vt_error *err)
+{
+    const int64_t n16 = ((int64_t)pos0 + n_tok + 15) / 16 * 16;
+    const size_t shm = (size_t)(5 * hd + n16 + n16 / 16) * sizeof(float);
+    if (shm > 96 * 1024)
+        return vt_error_set(err, VT_EINPUT, "gpu attention: %lld keys: expected at most about 20000",
+                            (long long)(pos0 + n_tok));
+    if (shm > 48 * 1024)
+        TRY(hipFuncSetAttribute((const void *)k_attention, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
+            "hipFuncSetAttribute");
+    k_attention<<<(unsigned)(n_tok * n_head), 128, shm, g->stream>>>(*kv, layer, pos0, n_head, n_head_kv, hd, q, ldq,
+                                                                      out, ldo);
+    LAUNCHED("k_attention");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
+{
+    k_add<<<grid_for(n, 256), 256, 0, g->stream>>>(x, y, n);
+    LAUNCHED("k_add");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err)
+{
+    if (n % 16)
+        return vt_error_set(err, VT_EINPUT, "gpu swiglu: rows of %lld: expected a multiple of 16", (long long)n);
+    k_swiglu<<<grid_for(rows * n, 256), 256, 0, g->stream>>>(gate, up, rows * n);
+    LAUNCHED("k_swiglu");
+    return VT_OK;
+}

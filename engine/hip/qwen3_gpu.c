@@ -1,0 +1,278 @@
+/* The qwen3 forward pass on the GPU (vt_gpu.h), one step after another as
+ * qwen3.c lays it out, each step one device operation of ops.hip:
+ *   embedding rows (decoded from their codec on the device)
+ *   per layer: RMSNorm -> Q, K, V projections -> per-head RMSNorm and RoPE
+ *              of Q and K -> K, V into the cache -> attention -> output
+ *              projection -> residual add -> RMSNorm -> gate, up -> SwiGLU
+ *              -> down projection -> residual add
+ *   final RMSNorm -> output head -> logits, copied to the host
+ * The CPU engine opens and checks the file (vt_qwen3_open); its tensors are
+ * copied to device memory in their codecs. RoPE's angles are the CPU's
+ * (vt_rope_angles, the C library's cosf and sinf), copied per batch. Every
+ * buffer is allocated at open. Exact matmul mode only: each product is the
+ * dot of the decoded weight row with the F32 activation, in the CPU's order,
+ * so the logits are the CPU engine's (--matmul exact) bit for bit. */
+#include "vt_gpu.h"
+
+#include "../kernels.h"
+#include "../qwen3.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gpu_layer {
+    float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+    vt_gpu_mat wq, wk, wv, wo, gate, up, down;
+} gpu_layer;
+
+struct vt_gpu_qwen3 {
+    vt_qwen3 *cpu; /* the loaded, checked model (and the sequence checks) */
+    vt_gpu *g;
+    vt_qwen3_hparams hp;
+    int32_t n_ctx, n_batch, n_past;
+    vt_gpu_mat embd, output;
+    float *output_norm;
+    gpu_layer *layers;
+    vt_gpu_kv kv;
+    float *x, *xn, *q, *kb, *vb, *att, *proj, *gate, *up, *rope, *logits; /* device */
+    int64_t *ids;                                                        /* device */
+    float *rope_host;
+    int64_t *ids_host;
+    void *owned[512]; /* device allocations, freed at close */
+    int n_owned;
+};
+
+static void *dev_alloc(vt_gpu_qwen3 *m, size_t bytes, vt_error *err)
+{
+    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen3: too many device buffers");
+        return NULL;
+    }
+    void *p = vt_gpu_malloc(m->g, bytes, err);
+    if (p)
+        m->owned[m->n_owned++] = p;
+    return p;
+}
+
+static int upload_mat(vt_gpu_qwen3 *m, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
+{
+    const size_t bytes = w->row_bytes * (size_t)w->rows;
+    uint8_t *d = dev_alloc(m, bytes, err);
+    if (!d || vt_gpu_to_device(m->g, d, w->data, bytes, err))
+        return err->code ? err->code : VT_EINPUT;
+    *out = (vt_gpu_mat){ .data = d, .type = (int)w->codec->type, .rows = w->rows, .cols = w->cols,
+                         .row_bytes = w->row_bytes };
+    return VT_OK;
+}
+
+static int upload_vec(vt_gpu_qwen3 *m, const float *v, int64_t n, float **out, vt_error *err)
+{
+    if (!(*out = dev_alloc(m, (size_t)n * sizeof(float), err)))
+        return err->code;
+    return vt_gpu_to_device(m->g, *out, v, (size_t)n * sizeof(float), err);
+}
+
+static int load(vt_gpu_qwen3 *m, vt_error *err)
+{
+    const vt_gguf *g = vt_qwen3_gguf(m->cpu);
+    const vt_qwen3_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    vt_mat embd, output;
+    const float *onorm;
+    int32_t n_vocab;
+    int tied, rc;
+    if ((rc = vt_load_embeddings(g, E, &n_vocab, &embd, &output, &onorm, &tied, err)) ||
+        (rc = upload_mat(m, &embd, &m->embd, err)) || (rc = upload_vec(m, onorm, E, &m->output_norm, err)))
+        return rc;
+    if (tied)
+        m->output = m->embd;
+    else if ((rc = upload_mat(m, &output, &m->output, err)))
+        return rc;
+    if (!(m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers)))
+        return vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        gpu_layer *L = &m->layers[l];
+        char name[96];
+        vt_mat w;
+        const float *v;
+#define VEC(field, suffix, n)                                                                       \
+        snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);                            \
+        if (!(v = vt_load_vector(g, name, n, err)) || (rc = upload_vec(m, v, n, &L->field, err)))   \
+            return err->code;
+#define MAT(field, suffix, cols, rows)                                                              \
+        snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);                            \
+        if ((rc = vt_load_matrix(g, name, cols, rows, &w, err)) || (rc = upload_mat(m, &w, &L->field, err))) \
+            return rc;
+        VEC(attn_norm, "attn_norm", E)
+        MAT(wq, "attn_q", E, qd)
+        MAT(wk, "attn_k", E, kvd)
+        MAT(wv, "attn_v", E, kvd)
+        VEC(q_norm, "attn_q_norm", hd)
+        VEC(k_norm, "attn_k_norm", hd)
+        MAT(wo, "attn_output", qd, E)
+        VEC(ffn_norm, "ffn_norm", E)
+        MAT(gate, "ffn_gate", E, F)
+        MAT(up, "ffn_up", E, F)
+        MAT(down, "ffn_down", F, E)
+#undef VEC
+#undef MAT
+    }
+    return VT_OK;
+}
+
+static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
+{
+    const vt_qwen3_hparams *hp = &m->hp;
+    const size_t B = (size_t)m->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
+    const size_t hd = (size_t)hp->head_dim, qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
+    float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up, &m->rope };
+    const size_t widths[] = { E, E, qd, kvd, kvd, qd, E, F, F, hd };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (!(*bufs[i] = dev_alloc(m, B * widths[i] * sizeof(float), err)))
+            return err->code;
+    if (!(m->logits = dev_alloc(m, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
+        !(m->ids = dev_alloc(m, B * sizeof(int64_t), err)))
+        return err->code;
+    m->rope_host = malloc(B * hd * sizeof(float));
+    m->ids_host = malloc(B * sizeof(int64_t));
+    if (!m->rope_host || !m->ids_host)
+        return vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
+    const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    const size_t cells = (size_t)hp->n_layer * (size_t)m->n_ctx * kvd;
+    float table[256];
+    for (int c = 0; c < 256; c++)
+        table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
+    float *dtable;
+    if (!(m->kv.k = dev_alloc(m, cells * elem, err)) || !(m->kv.v = dev_alloc(m, cells * elem, err)) ||
+        !(dtable = dev_alloc(m, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
+        return err->code;
+    m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .dtype = (int)dtype, .n_layer = hp->n_layer,
+                         .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd, .fp8_table = dtable };
+    return VT_OK;
+}
+
+vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const vt_runner_settings *s, vt_error *err)
+{
+    if (s->matmul != VT_MATMUL_EXACT) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen3: --matmul %s: expected exact (the GPU has no Q8 mode yet)",
+                     vt_matmul_mode_name(s->matmul));
+        return NULL;
+    }
+    vt_gpu_qwen3 *m = calloc(1, sizeof *m);
+    if (!m) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
+        return NULL;
+    }
+    if (!(m->cpu = vt_qwen3_open(s, err)) || !(m->g = vt_gpu_open(device, err))) {
+        vt_gpu_qwen3_close(m);
+        return NULL;
+    }
+    m->hp = *vt_qwen3_hparams_of(m->cpu);
+    vt_runner_settings r = *s;
+    vt_qwen3_resolved(m->cpu, &r);
+    m->n_ctx = r.n_ctx;
+    m->n_batch = r.n_batch;
+    if (load(m, err) || allocate(m, r.cache_dtype, err)) {
+        vt_gpu_qwen3_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+void vt_gpu_qwen3_close(vt_gpu_qwen3 *m)
+{
+    if (!m)
+        return;
+    if (m->g) {
+        for (int i = 0; i < m->n_owned; i++)
+            vt_gpu_mfree(m->g, m->owned[i]);
+        vt_gpu_close(m->g);
+    }
+    free(m->layers);
+    free(m->rope_host);
+    free(m->ids_host);
+    vt_qwen3_close(m->cpu);
+    free(m);
+}
+
+void vt_gpu_qwen3_reset(vt_gpu_qwen3 *m) { m->n_past = 0; }
+int32_t vt_gpu_qwen3_n_vocab(const vt_gpu_qwen3 *m) { return m->hp.n_vocab; }
+
+/* One batch of n_tok tokens at positions n_past ..; the logits of batch rows
+ * [out0, out0 + n_out) copied to logits. */
+static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
+                         float *logits, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen3_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim, V = hp->n_vocab;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    const int32_t pos0 = m->n_past;
+    int rc;
+#define STEP(call)                                                                                  \
+    if ((rc = (call)))                                                                              \
+        return rc;
+
+    /* 1. Embeddings, and the RoPE angles of the batch's positions. */
+    for (int64_t t = 0; t < n_tok; t++) {
+        m->ids_host[t] = tokens[t];
+        vt_rope_angles(m->rope_host + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
+    }
+    STEP(vt_gpu_to_device(g, m->ids, m->ids_host, (size_t)n_tok * sizeof(int64_t), err))
+    STEP(vt_gpu_to_device(g, m->rope, m->rope_host, (size_t)(n_tok * hd) * sizeof(float), err))
+    STEP(vt_gpu_embed(g, &m->embd, m->ids, n_tok, m->x, err))
+
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const gpu_layer *L = &m->layers[l];
+        /* 2. RMSNorm of the residual stream. */
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps, err))
+        /* 3. Q, K, V projections. */
+        STEP(vt_gpu_matmul(g, &L->wq, m->xn, n_tok, m->q, qd, err))
+        STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
+        STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
+        /* 4. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
+        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, err))
+        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, err))
+        STEP(vt_gpu_kv_store(g, &m->kv, l, pos0, n_tok, m->kb, m->vb, err))
+        /* 5. Causal grouped-query attention. */
+        STEP(vt_gpu_attention(g, &m->kv, l, pos0, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd, err))
+        /* 6. Output projection, residual add. */
+        STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        /* 7. Feed-forward: RMSNorm, gate and up, SwiGLU, down, residual add. */
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->ffn_norm, n_tok, E, hp->rms_eps, err))
+        STEP(vt_gpu_matmul(g, &L->gate, m->xn, n_tok, m->gate, F, err))
+        STEP(vt_gpu_matmul(g, &L->up, m->xn, n_tok, m->up, F, err))
+        STEP(vt_gpu_swiglu(g, m->gate, m->up, n_tok, F, err))
+        STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+    }
+    m->n_past += (int32_t)n_tok;
+    if (n_out <= 0)
+        return vt_gpu_wait(g, err);
+    /* 8. Final RMSNorm and the output head for the rows asked for. */
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
+    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * V) * sizeof(float), err);
+#undef STEP
+}
+
+int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits, vt_error *err)
+{
+    int rc = vt_eval_check("gpu qwen3", tokens, n, logits, m->n_past, m->n_ctx, m->hp.n_vocab, err);
+    if (rc)
+        return rc;
+    for (int32_t i0 = 0; i0 < n; i0 += m->n_batch) {
+        const int32_t nt = n - i0 < m->n_batch ? n - i0 : m->n_batch;
+        const int last = i0 + nt == n;
+        if (all_logits)
+            rc = forward_batch(m, tokens + i0, nt, 0, nt, logits + (size_t)i0 * (size_t)m->hp.n_vocab, err);
+        else
+            rc = forward_batch(m, tokens + i0, nt, last ? nt - 1 : 0, last ? 1 : 0, logits, err);
+        if (rc)
+            return rc;
+    }
+    return VT_OK;
+}
