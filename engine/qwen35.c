@@ -23,6 +23,7 @@
 #include "gguf_file.h"
 #include "kernels.h"
 #include "qwen35_kernels.h"
+#include "qwen35_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -128,63 +129,6 @@ void vt_q35_rope_angles(float *cs, const int32_t pos[4], const int32_t sections[
  * The model
  * ====================================================================== */
 
-typedef struct layer {
-    int recurrent;   /* 1: gated delta net; 0: gated full attention */
-    int32_t slot;    /* index among the layers of its kind (cache / state slot) */
-    const float *attn_norm, *post_norm;
-
-    /* gated full attention */
-    vt_mat wq; /* per head: head_dim query rows, then head_dim gate rows */
-    vt_mat wk, wv, wo;
-    const float *q_norm, *k_norm;
-
-    /* gated delta net */
-    vt_mat wqkv;      /* conv channels: Q (key_dim), K (key_dim), V (value_dim) */
-    vt_mat wz;        /* attn_gate: value_dim */
-    vt_mat wbeta, walpha; /* n_v_heads each */
-    vt_mat ssm_out;   /* value_dim -> n_embd */
-    const float *conv;    /* [conv channel][d_conv] */
-    const float *dt_bias; /* n_v_heads */
-    const float *ssm_a;   /* n_v_heads: -exp(A_log) */
-    const float *ssm_norm; /* d_state */
-
-    vt_mat gate, up, down;
-} layer;
-
-struct vt_qwen35 {
-    vt_qwen35_hparams hp;
-    vt_gguf *gguf;
-    int64_t key_dim, value_dim, conv_dim; /* delta net widths */
-
-    vt_mat embd, output;
-    const float *output_norm;
-    layer *layers;
-
-    vt_cpu cpu; /* settings as applied, kernels, threads, scratch */
-    vt_kv kv;   /* full-attention layers only: [slot][position][kv_dim] */
-    float *conv_state;  /* [recurrent slot][conv channel][d_conv - 1], F32 */
-    float *delta_state; /* [recurrent slot][v head][d][d], F32 (ggml's transposed S) */
-    int32_t n_past;
-
-    /* activations of one batch, [token][feature] */
-    float *x;     /* residual stream, n_embd */
-    float *xn;    /* normed input of a projection, n_embd */
-    float *proj;  /* output of a mixer / of down, n_embd */
-    float *qfull; /* attention: query and gate per head, 2 * n_head * head_dim */
-    float *q;     /* attention queries, n_head * head_dim */
-    float *qgate; /* attention gates, n_head * head_dim */
-    float *kb, *vb; /* n_head_kv * head_dim */
-    float *att;   /* attention output, n_head * head_dim */
-    float *qkv;   /* delta net: mixed projection, conv_dim */
-    float *conv;  /* delta net: conv output, conv_dim */
-    float *z;     /* delta net: output gate, value_dim */
-    float *beta;  /* n_v_heads */
-    float *g;     /* n_v_heads: alpha, then the log decay */
-    float *o;     /* delta net output, value_dim */
-    float *ffg, *ffu; /* feed-forward gate and up, n_ff */
-    float *rope;  /* cos/sin pairs per token, n_rot */
-    int64_t *ids;
-};
 
 /* ---------- loading ---------- */
 
@@ -308,7 +252,7 @@ static int load_hparams(vt_qwen35 *m, vt_error *err)
 
 /* Full attention: separate attn_q (query+gate), attn_k, attn_v, or one
  * fused attn_qkv split into those three by rows. */
-static int load_attention(vt_qwen35 *m, layer *L, int32_t l, vt_error *err)
+static int load_attention(vt_qwen35 *m, vt_q35_layer *L, int32_t l, vt_error *err)
 {
     const vt_gguf *g = m->gguf;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -346,7 +290,7 @@ static int load_attention(vt_qwen35 *m, layer *L, int32_t l, vt_error *err)
     return VT_OK;
 }
 
-static int load_delta_net(vt_qwen35 *m, layer *L, int32_t l, vt_error *err)
+static int load_delta_net(vt_qwen35 *m, vt_q35_layer *L, int32_t l, vt_error *err)
 {
     const vt_gguf *g = m->gguf;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -386,7 +330,7 @@ static int load_weights(vt_qwen35 *m, vt_error *err)
         return rc;
     int32_t n_attn = 0;
     for (int32_t l = 0; l < hp->n_layer; l++) {
-        layer *L = &m->layers[l];
+        vt_q35_layer *L = &m->layers[l];
         char name[96];
         L->slot = L->recurrent ? hp->n_recurrent++ : n_attn++;
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", (int)l);
@@ -499,7 +443,7 @@ void vt_qwen35_resolved(const vt_qwen35 *m, vt_runner_settings *out) { vt_cpu_re
 
 typedef struct dn_job {
     vt_qwen35 *m;
-    const layer *L;
+    const vt_q35_layer *L;
     int64_t n_tok;
 } dn_job;
 
@@ -536,7 +480,7 @@ static void delta_worker(void *ctx, int ith, int nth)
 }
 
 /* xn (normed residual) -> proj (the layer's mixer output), n_tok tokens. */
-static void delta_net_mixer(vt_qwen35 *m, const layer *L, int64_t n_tok)
+static void delta_net_mixer(vt_qwen35 *m, const vt_q35_layer *L, int64_t n_tok)
 {
     const vt_qwen35_hparams *hp = &m->hp;
     vt_cpu *c = &m->cpu;
@@ -593,7 +537,7 @@ static void delta_net_mixer(vt_qwen35 *m, const layer *L, int64_t n_tok)
  * Gated full attention: the token mixer of the other layers
  * ====================================================================== */
 
-static void attention_mixer(vt_qwen35 *m, const layer *L, int64_t n_tok)
+static void attention_mixer(vt_qwen35 *m, const vt_q35_layer *L, int64_t n_tok)
 {
     const vt_qwen35_hparams *hp = &m->hp;
     vt_cpu *c = &m->cpu;
@@ -665,7 +609,7 @@ static void forward_batch(void *model, const int32_t *tokens, int64_t n_tok, int
     }
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
-        const layer *L = &m->layers[l];
+        const vt_q35_layer *L = &m->layers[l];
 
         /* 2. Token mixing on the RMSNormed stream: a gated delta net or
          *    gated full attention, by the layer schedule; residual add. */

@@ -255,7 +255,7 @@ __global__ static void k_matmul(int type, const uint8_t *data, size_t row_bytes,
 
 /* One block per (token, head): RMSNorm over the head, then NeoX RoPE. */
 __global__ static void k_head_norm_rope(float *x, int n_head, int64_t hd, int64_t ld, const float *w, float eps,
-                                        const float *cs)
+                                        const float *cs, int64_t n_rot)
 {
     __shared__ float scale_s;
     const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
@@ -271,9 +271,9 @@ __global__ static void k_head_norm_rope(float *x, int n_head, int64_t hd, int64_
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
         v[i] = v[i] * scale_s * w[i];
     __syncthreads();
-    const float *c = cs + t * hd;
-    for (int64_t i = threadIdx.x; i < hd / 2; i += blockDim.x)
-        rope_neox_pair(&v[i], &v[i + hd / 2], c[2 * i], c[2 * i + 1]);
+    const float *c = cs + t * n_rot;
+    for (int64_t i = threadIdx.x; i < n_rot / 2; i += blockDim.x)
+        rope_neox_pair(&v[i], &v[i + n_rot / 2], c[2 * i], c[2 * i + 1]);
 }
 
 __device__ static void cache_put(int dtype, void *cache, size_t at, float f)
@@ -391,6 +391,140 @@ __global__ static void k_swiglu(float *g, const float *u, int64_t n)
         g[i] = swiglu_lane(g[i], u[i]);
 }
 
+/* ------------------------------------------------------------ qwen35 */
+
+__global__ static void k_split_qgate(const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q, float *gate)
+{
+    const int64_t qd = (int64_t)n_head * hd, n = n_tok * qd;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / qd, h = (i % qd) / hd, d = i % hd;
+        const float *src = qfull + t * 2 * qd + 2 * h * hd;
+        q[i] = src[d];
+        gate[i] = src[hd + d];
+    }
+}
+
+__global__ static void k_mul(float *x, const float *y, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        x[i] = x[i] * y[i];
+}
+
+/* vt_q35_conv1d: one thread per channel, its taps in order from 0. */
+__global__ static void k_conv1d(const float *x, int64_t ldx, int64_t n_tok, const float *w, int K, float *state,
+                                int64_t C, float *y, int64_t ldy)
+{
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+        float win[8];
+        const int H = K - 1;
+        float *hist = state + c * H;
+        const float *wc = w + c * K;
+        for (int i = 0; i < H; i++)
+            win[i] = hist[i];
+        for (int64_t t = 0; t < n_tok; t++) {
+            win[H] = x[t * ldx + c];
+            float sum = 0.0f;
+            for (int i = 0; i < K; i++)
+                sum = fmaf(win[i], wc[i], sum);
+            y[t * ldy + c] = sum;
+            for (int i = 0; i < H; i++)
+                win[i] = win[i + 1];
+        }
+        for (int i = 0; i < H; i++)
+            hist[i] = win[i];
+    }
+}
+
+/* ggml_vec_silu_f32 over rows of n, a multiple of 16 (its vectorised part:
+ * the rest of a row would take the C library's expf, which the device
+ * does not have). */
+__global__ static void k_silu_rows(float *x, int64_t rows, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];
+        x[i] = v / (1.0f + expf16_body(0.0f - v));
+    }
+}
+
+/* vt_q35_l2norm over vectors of d at x + t * ld + k * d (k < per_tok). */
+__global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, float eps)
+{
+    __shared__ float scale_s;
+    float *v = x + (int64_t)(blockIdx.x / per_tok) * ld + (int64_t)(blockIdx.x % per_tok) * d;
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < d; i++)
+            sum += (double)(v[i] * v[i]);
+        const float mean = (float)(sum / (double)d);
+        scale_s = 1.0f / sqrtf(mean + eps / (float)d);
+    }
+    __syncthreads();
+    const float s = 1.0f / sqrtf((float)d);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float y = v[i] * scale_s;
+        v[i] = y * s;
+    }
+}
+
+/* vt_q35_delta_rule: one block of 4 warps per value head, token after
+ * token; the state (ggml's transposed S, d x d) in device memory. */
+__global__ static void k_delta_rule(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
+                                    int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
+                                    float *o, int64_t ldo)
+{
+    extern __shared__ float delta[];
+    const int64_t h = blockIdx.x, kh = h % n_k_heads;
+    float *s = states + h * d * d;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
+        const float *v = conv + t * C + 2 * key_dim + h * d;
+        const float decay = decays[t * nv + h], b = beta[t * nv + h];
+        for (int64_t i = threadIdx.x; i < d * d; i += blockDim.x)
+            s[i] *= decay;
+        __syncthreads();
+        for (int64_t j = warp; j < d; j += warps) {
+            const float p = warp_dot_f32(s + j * d, k, d, lane);
+            if (lane == 0)
+                delta[j] = (v[j] - p) * b;
+        }
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < d * d; i += blockDim.x)
+            s[i] = fmaf(k[i % d], delta[i / d], s[i]);
+        __syncthreads();
+        for (int64_t j = warp; j < d; j += warps) {
+            const float p = warp_dot_f32(s + j * d, q, d, lane);
+            if (lane == 0)
+                o[t * ldo + h * d + j] = p * scale;
+        }
+        __syncthreads();
+    }
+}
+
+/* Gated RMSNorm per head: o = rmsnorm(o) * w * silu(z), vectors of d (a
+ * multiple of 16, as k_silu_rows). */
+__global__ static void k_gated_norm(float *o, float *z, const float *w, int64_t d, float eps)
+{
+    __shared__ float scale_s;
+    float *ov = o + (int64_t)blockIdx.x * d, *zv = z + (int64_t)blockIdx.x * d;
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < d; i++)
+            sum += (double)(ov[i] * ov[i]);
+        const float mean = (float)(sum / (double)d);
+        scale_s = 1.0f / sqrtf(mean + eps);
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float y = ov[i] * scale_s * w[i];
+        const float zz = zv[i];
+        const float sz = zz / (1.0f + expf16_body(0.0f - zz));
+        zv[i] = sz;
+        ov[i] = y * sz;
+    }
+}
+
 /* ------------------------------------------------------------ launchers */
 
 static unsigned grid_for(int64_t n, int threads)
@@ -443,9 +577,12 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
 }
 
 extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld,
-                                     const float *w, float eps, const float *cs, vt_error *err)
+                                     const float *w, float eps, const float *cs, int64_t n_rot, vt_error *err)
 {
-    k_head_norm_rope<<<(unsigned)(n_tok * n_head), 64, 0, g->stream>>>(x, n_head, hd, ld, w, eps, cs);
+    if (n_rot < 0 || n_rot > hd || n_rot % 2)
+        return vt_error_set(err, VT_EINPUT, "gpu rope: %lld rotated of %lld: expected an even count <= head size",
+                            (long long)n_rot, (long long)hd);
+    k_head_norm_rope<<<(unsigned)(n_tok * n_head), 64, 0, g->stream>>>(x, n_head, hd, ld, w, eps, cs, n_rot);
     LAUNCHED("k_head_norm_rope");
     return VT_OK;
 }
@@ -489,5 +626,73 @@ extern "C" int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t ro
         return vt_error_set(err, VT_EINPUT, "gpu swiglu: rows of %lld: expected a multiple of 16", (long long)n);
     k_swiglu<<<grid_for(rows * n, 256), 256, 0, g->stream>>>(gate, up, rows * n);
     LAUNCHED("k_swiglu");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_split_qgate(vt_gpu *g, const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q,
+                                  float *gate, vt_error *err)
+{
+    k_split_qgate<<<grid_for(n_tok * n_head * hd, 256), 256, 0, g->stream>>>(qfull, n_tok, n_head, hd, q, gate);
+    LAUNCHED("k_split_qgate");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_mul(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
+{
+    k_mul<<<grid_for(n, 256), 256, 0, g->stream>>>(x, y, n);
+    LAUNCHED("k_mul");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_tok, const float *w, int K,
+                             float *state, int64_t C, float *y, int64_t ldy, vt_error *err)
+{
+    if (K < 1 || K > 8)
+        return vt_error_set(err, VT_EINPUT, "gpu conv1d: %d taps: expected 1 .. 8", K);
+    k_conv1d<<<grid_for(C, 128), 128, 0, g->stream>>>(x, ldx, n_tok, w, K, state, C, y, ldy);
+    LAUNCHED("k_conv1d");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt_error *err)
+{
+    if (n % 16)
+        return vt_error_set(err, VT_EINPUT, "gpu silu: rows of %lld: expected a multiple of 16", (long long)n);
+    k_silu_rows<<<grid_for(rows * n, 256), 256, 0, g->stream>>>(x, rows, n);
+    LAUNCHED("k_silu_rows");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps,
+                             vt_error *err)
+{
+    k_l2norm<<<(unsigned)(n_tok * per_tok), 64, 0, g->stream>>>(x, ld, per_tok, d, eps);
+    LAUNCHED("k_l2norm");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
+                                 int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
+                                 float *o, int64_t ldo, vt_error *err)
+{
+    k_delta_rule<<<(unsigned)nv, 128, (size_t)d * sizeof(float), g->stream>>>(states, d, conv, C, key_dim, n_k_heads,
+                                                                             decays, beta, nv, n_tok, o, ldo);
+    LAUNCHED("k_delta_rule");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, int64_t n_vec, int64_t d, float eps,
+                                 vt_error *err)
+{
+    if (d % 16)
+        return vt_error_set(err, VT_EINPUT, "gpu gated norm: heads of %lld: expected a multiple of 16", (long long)d);
+    k_gated_norm<<<(unsigned)n_vec, 64, 0, g->stream>>>(o, z, w, d, eps);
+    LAUNCHED("k_gated_norm");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_zero(vt_gpu *g, void *p, size_t bytes, vt_error *err)
+{
+    TRY(hipMemsetAsync(p, 0, bytes, g->stream), "hipMemsetAsync");
     return VT_OK;
 }

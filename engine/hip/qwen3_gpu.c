@@ -233,8 +233,8 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
         STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
         /* 4. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
-        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, err))
-        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, err))
+        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, hd, err))
+        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, hd, err))
         STEP(vt_gpu_kv_store(g, &m->kv, l, pos0, n_tok, m->kb, m->vb, err))
         /* 5. Causal grouped-query attention. */
         STEP(vt_gpu_attention(g, &m->kv, l, pos0, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd, err))

@@ -105,9 +105,10 @@ int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, i
 int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                   vt_error *err);
 /* Per head of every token: x = RMSNorm(x) * w over head_dim, then NeoX RoPE
- * with the angles cs (n_tok x head_dim: cos, sin pairs, the CPU's). */
+ * with the angles cs (n_tok x n_rot: cos, sin pairs, the CPU's) over the
+ * first n_rot dimensions of each head. */
 int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld, const float *w,
-                          float eps, const float *cs, vt_error *err);
+                          float eps, const float *cs, int64_t n_rot, vt_error *err);
 /* K and V rows of n_tok tokens stored at positions pos0.. of layer. */
 int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, const float *k,
                     const float *v, vt_error *err);
@@ -118,6 +119,25 @@ int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, in
 int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err);
 /* g = silu(g) * u over rows of n (n a multiple of 16). */
 int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err);
+
+/* qwen35's pieces, in qwen35.c's order. Where qwen35.c calls the C
+ * library's expf or logf (sigmoid, softplus, the decay), the caller computes
+ * those values on the host with the same functions (the device's exp is
+ * another function: glibc's expf is not always the correctly rounded value);
+ * rows for SiLU must be a multiple of 16 (ggml's vectorised part). */
+int vt_gpu_split_qgate(vt_gpu *g, const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q, float *gate,
+                       vt_error *err);
+int vt_gpu_mul(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err); /* x *= y */
+int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_tok, const float *w, int K, float *state,
+                  int64_t C, float *y, int64_t ldy, vt_error *err);
+int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt_error *err);
+int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps, vt_error *err);
+int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
+                      int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok, float *o,
+                      int64_t ldo, vt_error *err);
+int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, int64_t n_vec, int64_t d, float eps,
+                      vt_error *err);
+int vt_gpu_zero(vt_gpu *g, void *p, size_t bytes, vt_error *err);
 
 /* ---------------------------------------------------------------------
  * A qwen3 model on the GPU (qwen3_gpu.c): the CPU engine loads and checks
@@ -132,6 +152,16 @@ void vt_gpu_qwen3_reset(vt_gpu_qwen3 *m);
 int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
                       vt_error *err);
 int32_t vt_gpu_qwen3_n_vocab(const vt_gpu_qwen3 *m);
+
+/* The same for qwen35 (qwen35_gpu.c); the recurrent states are zeroed by
+ * reset, as the CPU's. */
+typedef struct vt_gpu_qwen35 vt_gpu_qwen35;
+vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const struct vt_runner_settings *s, vt_error *err);
+void vt_gpu_qwen35_close(vt_gpu_qwen35 *m);
+void vt_gpu_qwen35_reset(vt_gpu_qwen35 *m);
+int vt_gpu_qwen35_eval(vt_gpu_qwen35 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
+                       vt_error *err);
+int32_t vt_gpu_qwen35_n_vocab(const vt_gpu_qwen35 *m);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,380 @@
+/* The qwen35 forward pass on the GPU (vt_gpu.h), step by step as qwen35.c:
+ *   embedding rows
+ *   per layer: RMSNorm -> token mixer, by the layer schedule:
+ *     gated delta net: Q|K|V and z, beta and alpha projections -> causal
+ *       conv1d over time (its state carried) -> SiLU -> L2 norm of the Q and
+ *       K heads, beta = sigmoid, g = softplus(alpha + dt_bias) * a -> the
+ *       gated delta rule token after token per value head (its state
+ *       carried) -> gated RMSNorm (times silu(z)) -> output projection
+ *     gated attention: query+gate, K, V projections -> per-head RMSNorm and
+ *       RoPE of the first n_rot dimensions -> K, V into the cache ->
+ *       attention -> times sigmoid(gate) -> output projection
+ *   -> residual add -> RMSNorm -> gate, up -> SwiGLU -> down -> residual add
+ *   final RMSNorm -> output head -> logits, copied to the host
+ * The CPU engine opens and checks the file (vt_qwen35_open); the tensors it
+ * loaded (qwen35_model.h) are copied in their codecs. RoPE angles are the
+ * CPU's (vt_q35_rope_angles). Exact matmul mode only. Every operation is
+ * the CPU's order (ops.hip); the few values qwen35.c takes from the C
+ * library's expf and logf (beta, the decay, the attention gate's sigmoid:
+ * n_v_heads and n_head * head_dim per token) are computed on the host by the
+ * same functions and copied over. */
+#include "vt_gpu.h"
+
+#include "../kernels.h"
+#include "../qwen35_kernels.h"
+#include "../qwen35_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gpu_layer {
+    int recurrent;
+    int32_t slot;
+    float *attn_norm, *post_norm;
+    vt_gpu_mat wq, wk, wv, wo;
+    float *q_norm, *k_norm;
+    vt_gpu_mat wqkv, wz, wbeta, walpha, ssm_out;
+    float *conv, *ssm_norm;
+    const float *dt_bias, *ssm_a; /* host: the gates are computed there */
+    vt_gpu_mat gate, up, down;
+} gpu_layer;
+
+struct vt_gpu_qwen35 {
+    vt_qwen35 *cpu;
+    vt_gpu *g;
+    vt_qwen35_hparams hp;
+    int64_t key_dim, value_dim, conv_dim;
+    int32_t n_ctx, n_batch, n_past;
+    vt_gpu_mat embd, output;
+    float *output_norm;
+    gpu_layer *layers;
+    vt_gpu_kv kv;
+    float *conv_state, *delta_state; /* device, F32 */
+    size_t conv_state_bytes, delta_state_bytes;
+    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *gg, *o, *ffg, *ffu, *rope,
+        *logits;
+    int64_t *ids;
+    float *rope_host, *beta_host, *g_host, *gate_host; /* host sides of the libm steps */
+    float *decay; /* device: exp of the log decay, per token and value head */
+    int64_t *ids_host;
+    void *owned[1024];
+    int n_owned;
+};
+
+static void *dev_alloc(vt_gpu_qwen35 *m, size_t bytes, vt_error *err)
+{
+    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen35: too many device buffers");
+        return NULL;
+    }
+    void *p = vt_gpu_malloc(m->g, bytes, err);
+    if (p)
+        m->owned[m->n_owned++] = p;
+    return p;
+}
+
+static int upload_mat(vt_gpu_qwen35 *m, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
+{
+    const size_t bytes = w->row_bytes * (size_t)w->rows;
+    uint8_t *d = dev_alloc(m, bytes, err);
+    if (!d || vt_gpu_to_device(m->g, d, w->data, bytes, err))
+        return err->code ? err->code : VT_EINPUT;
+    *out = (vt_gpu_mat){ .data = d, .type = (int)w->codec->type, .rows = w->rows, .cols = w->cols,
+                         .row_bytes = w->row_bytes };
+    return VT_OK;
+}
+
+static int upload_vec(vt_gpu_qwen35 *m, const float *v, int64_t n, float **out, vt_error *err)
+{
+    if (!(*out = dev_alloc(m, (size_t)n * sizeof(float), err)))
+        return err->code;
+    return vt_gpu_to_device(m->g, *out, v, (size_t)n * sizeof(float), err);
+}
+
+static int load(vt_gpu_qwen35 *m, vt_error *err)
+{
+    const vt_qwen35 *c = m->cpu;
+    const vt_qwen35_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, hd = hp->head_dim, d = hp->d_state;
+    int rc;
+    if ((rc = upload_mat(m, &c->embd, &m->embd, err)) || (rc = upload_vec(m, c->output_norm, E, &m->output_norm, err)))
+        return rc;
+    if (hp->tied_output)
+        m->output = m->embd;
+    else if ((rc = upload_mat(m, &c->output, &m->output, err)))
+        return rc;
+    if (!(m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers)))
+        return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const vt_q35_layer *S = &c->layers[l];
+        gpu_layer *L = &m->layers[l];
+        L->recurrent = S->recurrent;
+        L->dt_bias = S->dt_bias;
+        L->ssm_a = S->ssm_a;
+        L->slot = S->slot;
+        if ((rc = upload_vec(m, S->attn_norm, E, &L->attn_norm, err)) ||
+            (rc = upload_vec(m, S->post_norm, E, &L->post_norm, err)) || (rc = upload_mat(m, &S->gate, &L->gate, err)) ||
+            (rc = upload_mat(m, &S->up, &L->up, err)) || (rc = upload_mat(m, &S->down, &L->down, err)))
+            return rc;
+        if (S->recurrent) {
+            if ((rc = upload_mat(m, &S->wqkv, &L->wqkv, err)) || (rc = upload_mat(m, &S->wz, &L->wz, err)) ||
+                (rc = upload_mat(m, &S->wbeta, &L->wbeta, err)) || (rc = upload_mat(m, &S->walpha, &L->walpha, err)) ||
+                (rc = upload_mat(m, &S->ssm_out, &L->ssm_out, err)) ||
+                (rc = upload_vec(m, S->conv, m->conv_dim * hp->d_conv, &L->conv, err)) ||
+                (rc = upload_vec(m, S->ssm_norm, d, &L->ssm_norm, err)))
+                return rc;
+        } else if ((rc = upload_mat(m, &S->wq, &L->wq, err)) || (rc = upload_mat(m, &S->wk, &L->wk, err)) ||
+                   (rc = upload_mat(m, &S->wv, &L->wv, err)) || (rc = upload_mat(m, &S->wo, &L->wo, err)) ||
+                   (rc = upload_vec(m, S->q_norm, hd, &L->q_norm, err)) ||
+                   (rc = upload_vec(m, S->k_norm, hd, &L->k_norm, err))) {
+            return rc;
+        }
+    }
+    return VT_OK;
+}
+
+static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
+{
+    const vt_qwen35_hparams *hp = &m->hp;
+    const size_t B = (size_t)m->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff, hd = (size_t)hp->head_dim;
+    const size_t qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
+    const size_t C = (size_t)m->conv_dim, V = (size_t)m->value_dim, nv = (size_t)hp->n_v_heads;
+    const size_t d = (size_t)hp->d_state, nrec = (size_t)hp->n_recurrent;
+    float **bufs[] = { &m->x,  &m->xn,   &m->proj, &m->qfull, &m->q,    &m->qgate, &m->kb,  &m->vb,  &m->att,
+                       &m->qkv, &m->conv, &m->z,    &m->beta,  &m->gg,   &m->o,     &m->ffg, &m->ffu, &m->rope };
+    const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F, (size_t)hp->n_rot };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (!(*bufs[i] = dev_alloc(m, B * widths[i] * sizeof(float), err)))
+            return err->code;
+    if (!(m->logits = dev_alloc(m, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
+        !(m->ids = dev_alloc(m, B * sizeof(int64_t), err)))
+        return err->code;
+    m->conv_state_bytes = (nrec * C * (size_t)(hp->d_conv - 1) + 1) * sizeof(float);
+    m->delta_state_bytes = (nrec * nv * d * d + 1) * sizeof(float);
+    if (!(m->conv_state = dev_alloc(m, m->conv_state_bytes, err)) ||
+        !(m->delta_state = dev_alloc(m, m->delta_state_bytes, err)))
+        return err->code;
+    m->rope_host = malloc(B * (size_t)hp->n_rot * sizeof(float));
+    m->ids_host = malloc(B * sizeof(int64_t));
+    m->beta_host = malloc(B * nv * sizeof(float));
+    m->g_host = malloc(B * nv * sizeof(float));
+    m->gate_host = malloc(B * qd * sizeof(float));
+    if (!(m->decay = dev_alloc(m, B * nv * sizeof(float), err)))
+        return err->code;
+    if (!m->rope_host || !m->ids_host || !m->beta_host || !m->g_host || !m->gate_host)
+        return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
+    const int32_t n_attn = hp->n_layer - hp->n_recurrent;
+    const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    const size_t cells = (size_t)n_attn * (size_t)m->n_ctx * kvd + 1;
+    float table[256];
+    for (int c = 0; c < 256; c++)
+        table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
+    float *dtable;
+    void *k, *v;
+    if (!(k = dev_alloc(m, cells * elem, err)) || !(v = dev_alloc(m, cells * elem, err)) ||
+        !(dtable = dev_alloc(m, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
+        return err->code;
+    m->kv = (vt_gpu_kv){ .k = k, .v = v, .dtype = (int)dtype, .n_layer = n_attn, .n_ctx = m->n_ctx,
+                         .kv_dim = (int64_t)kvd, .fp8_table = dtable };
+    return VT_OK;
+}
+
+static int zero_states(vt_gpu_qwen35 *m, vt_error *err)
+{
+    int rc = vt_gpu_zero(m->g, m->conv_state, m->conv_state_bytes, err);
+    if (!rc)
+        rc = vt_gpu_zero(m->g, m->delta_state, m->delta_state_bytes, err);
+    if (!rc)
+        rc = vt_gpu_wait(m->g, err);
+    m->n_past = 0;
+    return rc;
+}
+
+vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const vt_runner_settings *s, vt_error *err)
+{
+    if (s->matmul != VT_MATMUL_EXACT) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen35: --matmul %s: expected exact (the GPU has no Q8 mode yet)",
+                     vt_matmul_mode_name(s->matmul));
+        return NULL;
+    }
+    vt_gpu_qwen35 *m = calloc(1, sizeof *m);
+    if (!m) {
+        vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
+        return NULL;
+    }
+    if (!(m->cpu = vt_qwen35_open(s, err)) || !(m->g = vt_gpu_open(device, err))) {
+        vt_gpu_qwen35_close(m);
+        return NULL;
+    }
+    m->hp = m->cpu->hp;
+    m->key_dim = m->cpu->key_dim;
+    m->value_dim = m->cpu->value_dim;
+    m->conv_dim = m->cpu->conv_dim;
+    vt_runner_settings r = *s;
+    vt_qwen35_resolved(m->cpu, &r);
+    m->n_ctx = r.n_ctx;
+    m->n_batch = r.n_batch;
+    if (load(m, err) || allocate(m, r.cache_dtype, err) || zero_states(m, err)) {
+        vt_gpu_qwen35_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+void vt_gpu_qwen35_close(vt_gpu_qwen35 *m)
+{
+    if (!m)
+        return;
+    if (m->g) {
+        for (int i = 0; i < m->n_owned; i++)
+            vt_gpu_mfree(m->g, m->owned[i]);
+        vt_gpu_close(m->g);
+    }
+    free(m->layers);
+    free(m->rope_host);
+    free(m->ids_host);
+    free(m->beta_host);
+    free(m->g_host);
+    free(m->gate_host);
+    vt_qwen35_close(m->cpu);
+    free(m);
+}
+
+void vt_gpu_qwen35_reset(vt_gpu_qwen35 *m)
+{
+    vt_error ignored;
+    zero_states(m, &ignored);
+}
+
+int32_t vt_gpu_qwen35_n_vocab(const vt_gpu_qwen35 *m) { return m->hp.n_vocab; }
+
+#define STEP(call)                                                                                  \
+    if ((rc = (call)))                                                                              \
+        return rc;
+
+/* xn -> proj through the gated delta net of layer L. */
+static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen35_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, C = m->conv_dim, V = m->value_dim, d = hp->d_state, nv = hp->n_v_heads;
+    const int32_t K = hp->d_conv;
+    float *cstate = m->conv_state + (size_t)L->slot * (size_t)C * (size_t)(K - 1);
+    float *dstate = m->delta_state + (size_t)L->slot * (size_t)nv * (size_t)(d * d);
+    int rc;
+    /* a. Projections. */
+    STEP(vt_gpu_matmul(g, &L->wqkv, m->xn, n_tok, m->qkv, C, err))
+    STEP(vt_gpu_matmul(g, &L->wz, m->xn, n_tok, m->z, V, err))
+    STEP(vt_gpu_matmul(g, &L->wbeta, m->xn, n_tok, m->beta, nv, err))
+    STEP(vt_gpu_matmul(g, &L->walpha, m->xn, n_tok, m->gg, nv, err))
+    /* b. Causal conv1d, then SiLU per token row. */
+    STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
+    STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
+    /* c. L2 norm of every Q and K head; beta = sigmoid(beta) and the decay
+     *    exp(softplus(alpha + dt_bias) * a), on the host with qwen35.c's
+     *    functions (the C library's expf and logf). */
+    STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, (int)(2 * m->key_dim / d), d, hp->rms_eps, err))
+    STEP(vt_gpu_to_host(g, m->beta_host, m->beta, (size_t)(n_tok * nv) * sizeof(float), err))
+    STEP(vt_gpu_to_host(g, m->g_host, m->gg, (size_t)(n_tok * nv) * sizeof(float), err))
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t h = 0; h < nv; h++) {
+            float *b = m->beta_host + t * nv + h, *lg = m->g_host + t * nv + h;
+            *b = vt_sigmoid(*b);
+            *lg = expf(vt_q35_softplus(*lg + L->dt_bias[h]) * L->ssm_a[h]);
+        }
+    STEP(vt_gpu_to_device(g, m->beta, m->beta_host, (size_t)(n_tok * nv) * sizeof(float), err))
+    STEP(vt_gpu_to_device(g, m->decay, m->g_host, (size_t)(n_tok * nv) * sizeof(float), err))
+    /* d. The gated delta rule. */
+    STEP(vt_gpu_delta_rule(g, dstate, d, m->conv, C, m->key_dim, hp->n_k_heads, m->decay, m->beta, nv, n_tok, m->o,
+                           V, err))
+    /* e. Gated RMSNorm per head; f. output projection. */
+    STEP(vt_gpu_gated_norm(g, m->o, m->z, L->ssm_norm, n_tok * V / d, d, hp->rms_eps, err))
+    STEP(vt_gpu_matmul(g, &L->ssm_out, m->o, n_tok, m->proj, E, err))
+    return VT_OK;
+}
+
+/* xn -> proj through the gated attention of layer L. */
+static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen35_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, hd = hp->head_dim, qd = (int64_t)hp->n_head * hd, kvd = m->kv.kv_dim;
+    int rc;
+    STEP(vt_gpu_matmul(g, &L->wq, m->xn, n_tok, m->qfull, 2 * qd, err))
+    STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
+    STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
+    STEP(vt_gpu_split_qgate(g, m->qfull, n_tok, hp->n_head, hd, m->q, m->qgate, err))
+    STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, hp->n_rot, err))
+    STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, hp->n_rot,
+                               err))
+    STEP(vt_gpu_kv_store(g, &m->kv, L->slot, m->n_past, n_tok, m->kb, m->vb, err))
+    STEP(vt_gpu_attention(g, &m->kv, L->slot, m->n_past, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
+                          err))
+    /* times sigmoid(gate), the sigmoid on the host (the C library's expf) */
+    STEP(vt_gpu_to_host(g, m->gate_host, m->qgate, (size_t)(n_tok * qd) * sizeof(float), err))
+    for (int64_t i = 0; i < n_tok * qd; i++)
+        m->gate_host[i] = vt_sigmoid(m->gate_host[i]);
+    STEP(vt_gpu_to_device(g, m->qgate, m->gate_host, (size_t)(n_tok * qd) * sizeof(float), err))
+    STEP(vt_gpu_mul(g, m->att, m->qgate, n_tok * qd, err))
+    STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
+    return VT_OK;
+}
+
+static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
+                         float *logits, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen35_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, V = hp->n_vocab, nr = hp->n_rot;
+    int rc;
+    /* 1. Embeddings; RoPE angles of the batch's positions (the CPU's). */
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int32_t p = m->n_past + (int32_t)t, pos[4] = { p, p, p, p };
+        m->ids_host[t] = tokens[t];
+        vt_q35_rope_angles(m->rope_host + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
+    }
+    STEP(vt_gpu_to_device(g, m->ids, m->ids_host, (size_t)n_tok * sizeof(int64_t), err))
+    STEP(vt_gpu_to_device(g, m->rope, m->rope_host, (size_t)(n_tok * nr) * sizeof(float), err))
+    STEP(vt_gpu_embed(g, &m->embd, m->ids, n_tok, m->x, err))
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const gpu_layer *L = &m->layers[l];
+        /* 2. Token mixing on the RMSNormed stream; residual add. */
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps, err))
+        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, err) : attention_mixer(m, L, n_tok, err))
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        /* 3. Feed-forward on the post-attention RMSNorm. */
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->post_norm, n_tok, E, hp->rms_eps, err))
+        STEP(vt_gpu_matmul(g, &L->gate, m->xn, n_tok, m->ffg, F, err))
+        STEP(vt_gpu_matmul(g, &L->up, m->xn, n_tok, m->ffu, F, err))
+        STEP(vt_gpu_swiglu(g, m->ffg, m->ffu, n_tok, F, err))
+        STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+    }
+    m->n_past += (int32_t)n_tok;
+    if (n_out <= 0)
+        return vt_gpu_wait(g, err);
+    /* 4. Final RMSNorm and the output head for the rows asked for. */
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
+    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * V) * sizeof(float), err);
+}
+
+int vt_gpu_qwen35_eval(vt_gpu_qwen35 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
+                       vt_error *err)
+{
+    int rc = vt_eval_check("gpu qwen35", tokens, n, logits, m->n_past, m->n_ctx, m->hp.n_vocab, err);
+    if (rc)
+        return rc;
+    for (int32_t i0 = 0; i0 < n; i0 += m->n_batch) {
+        const int32_t nt = n - i0 < m->n_batch ? n - i0 : m->n_batch;
+        const int last = i0 + nt == n;
+        if (all_logits)
+            rc = forward_batch(m, tokens + i0, nt, 0, nt, logits + (size_t)i0 * (size_t)m->hp.n_vocab, err);
+        else
+            rc = forward_batch(m, tokens + i0, nt, last ? nt - 1 : 0, last ? 1 : 0, logits, err);
+        if (rc)
+            return rc;
+    }
+    return VT_OK;
+}
