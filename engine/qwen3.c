@@ -21,6 +21,7 @@
 #include "codec.h"
 #include "gguf_file.h"
 #include "kernels.h"
+#include "qwen3_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,37 +42,6 @@ void vt_qwen3_round_activation(int weight_type, const float *x, float *y, int64_
  * The model
  * ====================================================================== */
 
-typedef struct layer {
-    const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
-    vt_mat wq, wk, wv, wo, gate, up, down;
-} layer;
-
-struct vt_qwen3 {
-    vt_qwen3_hparams hp;
-    vt_gguf *gguf;
-
-    vt_mat embd;   /* token_embd: gathered row by row */
-    vt_mat output; /* output, or token_embd when tied */
-    const float *output_norm;
-    layer *layers;
-
-    vt_cpu cpu; /* settings as applied, kernels, threads, scratch */
-    vt_kv kv;   /* [layer][position][n_head_kv * head_dim] in the cache dtype */
-    int32_t n_past;
-
-    /* activations of one batch, [token][feature] */
-    float *x;    /* residual stream, n_embd */
-    float *xn;   /* normed input of a projection, n_embd */
-    float *q;    /* n_head * head_dim */
-    float *kb;   /* n_head_kv * head_dim */
-    float *vb;   /* n_head_kv * head_dim */
-    float *att;  /* attention output, n_head * head_dim */
-    float *proj; /* output of wo / down, n_embd */
-    float *gate; /* n_ff */
-    float *up;   /* n_ff */
-    float *rope; /* cos/sin pairs per token, head_dim */
-    int64_t *ids;
-};
 
 /* ---------- loading ---------- */
 
@@ -138,7 +108,7 @@ static int load_weights(vt_qwen3 *m, vt_error *err)
         return vt_error_set(err, VT_EINPUT, "%s: out of memory for %d layers", vt_gguf_name(g),
                             hp->n_layer);
     for (int32_t l = 0; l < hp->n_layer; l++) {
-        layer *L = &m->layers[l];
+        vt_q3_layer *L = &m->layers[l];
         char name[96];
 #define VEC(field, suffix, n)                                                  \
         snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);       \
@@ -228,7 +198,6 @@ void vt_qwen3_reset(vt_qwen3 *m) { m->n_past = 0; }
 
 const vt_qwen3_hparams *vt_qwen3_hparams_of(const vt_qwen3 *m) { return &m->hp; }
 int32_t vt_qwen3_n_past(const vt_qwen3 *m) { return m->n_past; }
-const struct vt_gguf *vt_qwen3_gguf(const vt_qwen3 *m) { return m->gguf; }
 int32_t vt_qwen3_n_threads(const vt_qwen3 *m) { return m->cpu.n_threads; }
 const char *vt_qwen3_detail(const vt_qwen3 *m) { return m->cpu.detail; }
 void vt_qwen3_resolved(const vt_qwen3 *m, vt_runner_settings *out) { vt_cpu_resolved(&m->cpu, out); }
@@ -256,7 +225,7 @@ static void forward_batch(void *model, const int32_t *tokens, int64_t n_tok, int
         vt_rope_angles(m->rope + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
-        const layer *L = &m->layers[l];
+        const vt_q3_layer *L = &m->layers[l];
 
         /* 2. Attention block input: RMSNorm of the residual stream. */
         vt_rmsnorm_rows(m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps);

@@ -65,9 +65,7 @@ int vt_qwen3_eval(vt_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits,
                   vt_error *err);
 
 const vt_qwen3_hparams *vt_qwen3_hparams_of(const vt_qwen3 *m);
-/* The open, checked GGUF (gguf_file.h) the model reads its tensors from:
- * the GPU backend copies them from here (engine/hip/qwen3_gpu.c). */
-const struct vt_gguf *vt_qwen3_gguf(const vt_qwen3 *m);
+
 int32_t vt_qwen3_n_past(const vt_qwen3 *m);
 int32_t vt_qwen3_n_threads(const vt_qwen3 *m); /* threads evaluation uses */
 /* One line: instruction set of the dot kernel, threads, matmul and cache

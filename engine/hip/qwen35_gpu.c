@@ -18,6 +18,7 @@
  * library's expf and logf (beta, the decay, the attention gate's sigmoid:
  * n_v_heads and n_head * head_dim per token) are computed on the host by the
  * same functions and copied over. */
+#include "gpu_weights.h"
 #include "vt_gpu.h"
 
 #include "../kernels.h"
@@ -58,39 +59,8 @@ struct vt_gpu_qwen35 {
     float *rope_host, *beta_host, *g_host, *gate_host; /* host sides of the libm steps */
     float *decay; /* device: exp of the log decay, per token and value head */
     int64_t *ids_host;
-    void *owned[1024];
-    int n_owned;
+    vt_gpu_store store; /* every device allocation */
 };
-
-static void *dev_alloc(vt_gpu_qwen35 *m, size_t bytes, vt_error *err)
-{
-    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) {
-        vt_error_set(err, VT_EINPUT, "gpu qwen35: too many device buffers");
-        return NULL;
-    }
-    void *p = vt_gpu_malloc(m->g, bytes, err);
-    if (p)
-        m->owned[m->n_owned++] = p;
-    return p;
-}
-
-static int upload_mat(vt_gpu_qwen35 *m, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
-{
-    const size_t bytes = w->row_bytes * (size_t)w->rows;
-    uint8_t *d = dev_alloc(m, bytes, err);
-    if (!d || vt_gpu_to_device(m->g, d, w->data, bytes, err))
-        return err->code ? err->code : VT_EINPUT;
-    *out = (vt_gpu_mat){ .data = d, .type = (int)w->codec->type, .rows = w->rows, .cols = w->cols,
-                         .row_bytes = w->row_bytes };
-    return VT_OK;
-}
-
-static int upload_vec(vt_gpu_qwen35 *m, const float *v, int64_t n, float **out, vt_error *err)
-{
-    if (!(*out = dev_alloc(m, (size_t)n * sizeof(float), err)))
-        return err->code;
-    return vt_gpu_to_device(m->g, *out, v, (size_t)n * sizeof(float), err);
-}
 
 static int load(vt_gpu_qwen35 *m, vt_error *err)
 {
@@ -98,11 +68,11 @@ static int load(vt_gpu_qwen35 *m, vt_error *err)
     const vt_qwen35_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, hd = hp->head_dim, d = hp->d_state;
     int rc;
-    if ((rc = upload_mat(m, &c->embd, &m->embd, err)) || (rc = upload_vec(m, c->output_norm, E, &m->output_norm, err)))
+    if ((rc = vt_gpu_store_mat(&m->store, &c->embd, &m->embd, err)) || (rc = vt_gpu_store_vec(&m->store, c->output_norm, E, &m->output_norm, err)))
         return rc;
     if (hp->tied_output)
         m->output = m->embd;
-    else if ((rc = upload_mat(m, &c->output, &m->output, err)))
+    else if ((rc = vt_gpu_store_mat(&m->store, &c->output, &m->output, err)))
         return rc;
     if (!(m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers)))
         return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
@@ -113,21 +83,21 @@ static int load(vt_gpu_qwen35 *m, vt_error *err)
         L->dt_bias = S->dt_bias;
         L->ssm_a = S->ssm_a;
         L->slot = S->slot;
-        if ((rc = upload_vec(m, S->attn_norm, E, &L->attn_norm, err)) ||
-            (rc = upload_vec(m, S->post_norm, E, &L->post_norm, err)) || (rc = upload_mat(m, &S->gate, &L->gate, err)) ||
-            (rc = upload_mat(m, &S->up, &L->up, err)) || (rc = upload_mat(m, &S->down, &L->down, err)))
+        if ((rc = vt_gpu_store_vec(&m->store, S->attn_norm, E, &L->attn_norm, err)) ||
+            (rc = vt_gpu_store_vec(&m->store, S->post_norm, E, &L->post_norm, err)) || (rc = vt_gpu_store_mat(&m->store, &S->gate, &L->gate, err)) ||
+            (rc = vt_gpu_store_mat(&m->store, &S->up, &L->up, err)) || (rc = vt_gpu_store_mat(&m->store, &S->down, &L->down, err)))
             return rc;
         if (S->recurrent) {
-            if ((rc = upload_mat(m, &S->wqkv, &L->wqkv, err)) || (rc = upload_mat(m, &S->wz, &L->wz, err)) ||
-                (rc = upload_mat(m, &S->wbeta, &L->wbeta, err)) || (rc = upload_mat(m, &S->walpha, &L->walpha, err)) ||
-                (rc = upload_mat(m, &S->ssm_out, &L->ssm_out, err)) ||
-                (rc = upload_vec(m, S->conv, m->conv_dim * hp->d_conv, &L->conv, err)) ||
-                (rc = upload_vec(m, S->ssm_norm, d, &L->ssm_norm, err)))
+            if ((rc = vt_gpu_store_mat(&m->store, &S->wqkv, &L->wqkv, err)) || (rc = vt_gpu_store_mat(&m->store, &S->wz, &L->wz, err)) ||
+                (rc = vt_gpu_store_mat(&m->store, &S->wbeta, &L->wbeta, err)) || (rc = vt_gpu_store_mat(&m->store, &S->walpha, &L->walpha, err)) ||
+                (rc = vt_gpu_store_mat(&m->store, &S->ssm_out, &L->ssm_out, err)) ||
+                (rc = vt_gpu_store_vec(&m->store, S->conv, m->conv_dim * hp->d_conv, &L->conv, err)) ||
+                (rc = vt_gpu_store_vec(&m->store, S->ssm_norm, d, &L->ssm_norm, err)))
                 return rc;
-        } else if ((rc = upload_mat(m, &S->wq, &L->wq, err)) || (rc = upload_mat(m, &S->wk, &L->wk, err)) ||
-                   (rc = upload_mat(m, &S->wv, &L->wv, err)) || (rc = upload_mat(m, &S->wo, &L->wo, err)) ||
-                   (rc = upload_vec(m, S->q_norm, hd, &L->q_norm, err)) ||
-                   (rc = upload_vec(m, S->k_norm, hd, &L->k_norm, err))) {
+        } else if ((rc = vt_gpu_store_mat(&m->store, &S->wq, &L->wq, err)) || (rc = vt_gpu_store_mat(&m->store, &S->wk, &L->wk, err)) ||
+                   (rc = vt_gpu_store_mat(&m->store, &S->wv, &L->wv, err)) || (rc = vt_gpu_store_mat(&m->store, &S->wo, &L->wo, err)) ||
+                   (rc = vt_gpu_store_vec(&m->store, S->q_norm, hd, &L->q_norm, err)) ||
+                   (rc = vt_gpu_store_vec(&m->store, S->k_norm, hd, &L->k_norm, err))) {
             return rc;
         }
     }
@@ -145,22 +115,22 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
                        &m->qkv, &m->conv, &m->z,    &m->beta,  &m->gg,   &m->o,     &m->ffg, &m->ffu, &m->rope };
     const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F, (size_t)hp->n_rot };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (!(*bufs[i] = dev_alloc(m, B * widths[i] * sizeof(float), err)))
+        if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
-    if (!(m->logits = dev_alloc(m, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
-        !(m->ids = dev_alloc(m, B * sizeof(int64_t), err)))
+    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
+        !(m->ids = vt_gpu_store_alloc(&m->store, B * sizeof(int64_t), err)))
         return err->code;
     m->conv_state_bytes = (nrec * C * (size_t)(hp->d_conv - 1) + 1) * sizeof(float);
     m->delta_state_bytes = (nrec * nv * d * d + 1) * sizeof(float);
-    if (!(m->conv_state = dev_alloc(m, m->conv_state_bytes, err)) ||
-        !(m->delta_state = dev_alloc(m, m->delta_state_bytes, err)))
+    if (!(m->conv_state = vt_gpu_store_alloc(&m->store, m->conv_state_bytes, err)) ||
+        !(m->delta_state = vt_gpu_store_alloc(&m->store, m->delta_state_bytes, err)))
         return err->code;
     m->rope_host = malloc(B * (size_t)hp->n_rot * sizeof(float));
     m->ids_host = malloc(B * sizeof(int64_t));
     m->beta_host = malloc(B * nv * sizeof(float));
     m->g_host = malloc(B * nv * sizeof(float));
     m->gate_host = malloc(B * qd * sizeof(float));
-    if (!(m->decay = dev_alloc(m, B * nv * sizeof(float), err)))
+    if (!(m->decay = vt_gpu_store_alloc(&m->store, B * nv * sizeof(float), err)))
         return err->code;
     if (!m->rope_host || !m->ids_host || !m->beta_host || !m->g_host || !m->gate_host)
         return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
@@ -172,8 +142,8 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
         table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
     float *dtable;
     void *k, *v;
-    if (!(k = dev_alloc(m, cells * elem, err)) || !(v = dev_alloc(m, cells * elem, err)) ||
-        !(dtable = dev_alloc(m, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
+    if (!(k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
+        !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
     m->kv = (vt_gpu_kv){ .k = k, .v = v, .dtype = (int)dtype, .n_layer = n_attn, .n_ctx = m->n_ctx,
                          .kv_dim = (int64_t)kvd, .fp8_table = dtable };
@@ -207,6 +177,7 @@ vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const vt_runner_settings *s, vt_er
         vt_gpu_qwen35_close(m);
         return NULL;
     }
+    m->store.g = m->g;
     m->hp = m->cpu->hp;
     m->key_dim = m->cpu->key_dim;
     m->value_dim = m->cpu->value_dim;
@@ -227,8 +198,7 @@ void vt_gpu_qwen35_close(vt_gpu_qwen35 *m)
     if (!m)
         return;
     if (m->g) {
-        for (int i = 0; i < m->n_owned; i++)
-            vt_gpu_mfree(m->g, m->owned[i]);
+        vt_gpu_store_free(&m->store);
         vt_gpu_close(m->g);
     }
     free(m->layers);

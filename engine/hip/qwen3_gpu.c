@@ -6,16 +6,17 @@
  *              projection -> residual add -> RMSNorm -> gate, up -> SwiGLU
  *              -> down projection -> residual add
  *   final RMSNorm -> output head -> logits, copied to the host
- * The CPU engine opens and checks the file (vt_qwen3_open); its tensors are
- * copied to device memory in their codecs. RoPE's angles are the CPU's
+ * The CPU engine opens and checks the file (vt_qwen3_open); the tensors it
+ * loaded (qwen3_model.h) are copied to device memory in their codecs. RoPE's angles are the CPU's
  * (vt_rope_angles, the C library's cosf and sinf), copied per batch. Every
  * buffer is allocated at open. Exact matmul mode only: each product is the
  * dot of the decoded weight row with the F32 activation, in the CPU's order,
  * so the logits are the CPU engine's (--matmul exact) bit for bit. */
+#include "gpu_weights.h"
 #include "vt_gpu.h"
 
 #include "../kernels.h"
-#include "../qwen3.h"
+#include "../qwen3_model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,85 +40,38 @@ struct vt_gpu_qwen3 {
     int64_t *ids;                                                        /* device */
     float *rope_host;
     int64_t *ids_host;
-    void *owned[512]; /* device allocations, freed at close */
-    int n_owned;
+    vt_gpu_store store; /* every device allocation */
 };
 
-static void *dev_alloc(vt_gpu_qwen3 *m, size_t bytes, vt_error *err)
-{
-    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) {
-        vt_error_set(err, VT_EINPUT, "gpu qwen3: too many device buffers");
-        return NULL;
-    }
-    void *p = vt_gpu_malloc(m->g, bytes, err);
-    if (p)
-        m->owned[m->n_owned++] = p;
-    return p;
-}
-
-static int upload_mat(vt_gpu_qwen3 *m, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
-{
-    const size_t bytes = w->row_bytes * (size_t)w->rows;
-    uint8_t *d = dev_alloc(m, bytes, err);
-    if (!d || vt_gpu_to_device(m->g, d, w->data, bytes, err))
-        return err->code ? err->code : VT_EINPUT;
-    *out = (vt_gpu_mat){ .data = d, .type = (int)w->codec->type, .rows = w->rows, .cols = w->cols,
-                         .row_bytes = w->row_bytes };
-    return VT_OK;
-}
-
-static int upload_vec(vt_gpu_qwen3 *m, const float *v, int64_t n, float **out, vt_error *err)
-{
-    if (!(*out = dev_alloc(m, (size_t)n * sizeof(float), err)))
-        return err->code;
-    return vt_gpu_to_device(m->g, *out, v, (size_t)n * sizeof(float), err);
-}
-
+/* The tensors the CPU model loaded and checked (qwen3_model.h), copied. */
 static int load(vt_gpu_qwen3 *m, vt_error *err)
 {
-    const vt_gguf *g = vt_qwen3_gguf(m->cpu);
+    const vt_qwen3 *c = m->cpu;
     const vt_qwen3_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
-    vt_mat embd, output;
-    const float *onorm;
-    int32_t n_vocab;
-    int tied, rc;
-    if ((rc = vt_load_embeddings(g, E, &n_vocab, &embd, &output, &onorm, &tied, err)) ||
-        (rc = upload_mat(m, &embd, &m->embd, err)) || (rc = upload_vec(m, onorm, E, &m->output_norm, err)))
+    const int64_t E = hp->n_embd, hd = hp->head_dim;
+    vt_gpu_store *st = &m->store;
+    int rc;
+    if ((rc = vt_gpu_store_mat(st, &c->embd, &m->embd, err)) ||
+        (rc = vt_gpu_store_vec(st, c->output_norm, E, &m->output_norm, err)))
         return rc;
-    if (tied)
+    if (hp->tied_output)
         m->output = m->embd;
-    else if ((rc = upload_mat(m, &output, &m->output, err)))
+    else if ((rc = vt_gpu_store_mat(st, &c->output, &m->output, err)))
         return rc;
     if (!(m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers)))
         return vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
     for (int32_t l = 0; l < hp->n_layer; l++) {
+        const vt_q3_layer *S = &c->layers[l];
         gpu_layer *L = &m->layers[l];
-        char name[96];
-        vt_mat w;
-        const float *v;
-#define VEC(field, suffix, n)                                                                       \
-        snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);                            \
-        if (!(v = vt_load_vector(g, name, n, err)) || (rc = upload_vec(m, v, n, &L->field, err)))   \
-            return err->code;
-#define MAT(field, suffix, cols, rows)                                                              \
-        snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);                            \
-        if ((rc = vt_load_matrix(g, name, cols, rows, &w, err)) || (rc = upload_mat(m, &w, &L->field, err))) \
+        if ((rc = vt_gpu_store_vec(st, S->attn_norm, E, &L->attn_norm, err)) ||
+            (rc = vt_gpu_store_vec(st, S->q_norm, hd, &L->q_norm, err)) ||
+            (rc = vt_gpu_store_vec(st, S->k_norm, hd, &L->k_norm, err)) ||
+            (rc = vt_gpu_store_vec(st, S->ffn_norm, E, &L->ffn_norm, err)) ||
+            (rc = vt_gpu_store_mat(st, &S->wq, &L->wq, err)) || (rc = vt_gpu_store_mat(st, &S->wk, &L->wk, err)) ||
+            (rc = vt_gpu_store_mat(st, &S->wv, &L->wv, err)) || (rc = vt_gpu_store_mat(st, &S->wo, &L->wo, err)) ||
+            (rc = vt_gpu_store_mat(st, &S->gate, &L->gate, err)) || (rc = vt_gpu_store_mat(st, &S->up, &L->up, err)) ||
+            (rc = vt_gpu_store_mat(st, &S->down, &L->down, err)))
             return rc;
-        VEC(attn_norm, "attn_norm", E)
-        MAT(wq, "attn_q", E, qd)
-        MAT(wk, "attn_k", E, kvd)
-        MAT(wv, "attn_v", E, kvd)
-        VEC(q_norm, "attn_q_norm", hd)
-        VEC(k_norm, "attn_k_norm", hd)
-        MAT(wo, "attn_output", qd, E)
-        VEC(ffn_norm, "ffn_norm", E)
-        MAT(gate, "ffn_gate", E, F)
-        MAT(up, "ffn_up", E, F)
-        MAT(down, "ffn_down", F, E)
-#undef VEC
-#undef MAT
     }
     return VT_OK;
 }
@@ -130,10 +84,10 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up, &m->rope };
     const size_t widths[] = { E, E, qd, kvd, kvd, qd, E, F, F, hd };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (!(*bufs[i] = dev_alloc(m, B * widths[i] * sizeof(float), err)))
+        if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
-    if (!(m->logits = dev_alloc(m, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
-        !(m->ids = dev_alloc(m, B * sizeof(int64_t), err)))
+    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
+        !(m->ids = vt_gpu_store_alloc(&m->store, B * sizeof(int64_t), err)))
         return err->code;
     m->rope_host = malloc(B * hd * sizeof(float));
     m->ids_host = malloc(B * sizeof(int64_t));
@@ -145,8 +99,8 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     for (int c = 0; c < 256; c++)
         table[c] = vt_fp8_e4m3_to_f32((uint8_t)c);
     float *dtable;
-    if (!(m->kv.k = dev_alloc(m, cells * elem, err)) || !(m->kv.v = dev_alloc(m, cells * elem, err)) ||
-        !(dtable = dev_alloc(m, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
+    if (!(m->kv.k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(m->kv.v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
+        !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
     m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .dtype = (int)dtype, .n_layer = hp->n_layer,
                          .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd, .fp8_table = dtable };
@@ -169,6 +123,7 @@ vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const vt_runner_settings *s, vt_erro
         vt_gpu_qwen3_close(m);
         return NULL;
     }
+    m->store.g = m->g;
     m->hp = *vt_qwen3_hparams_of(m->cpu);
     vt_runner_settings r = *s;
     vt_qwen3_resolved(m->cpu, &r);
@@ -186,8 +141,7 @@ void vt_gpu_qwen3_close(vt_gpu_qwen3 *m)
     if (!m)
         return;
     if (m->g) {
-        for (int i = 0; i < m->n_owned; i++)
-            vt_gpu_mfree(m->g, m->owned[i]);
+        vt_gpu_store_free(&m->store);
         vt_gpu_close(m->g);
     }
     free(m->layers);
