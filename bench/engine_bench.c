@@ -3,7 +3,7 @@
  *
  *   engine_bench [--model X.gguf]... [--preset bench|tiny] [--threads N]
  *                [--prompt-tokens P] [--gen-tokens G] [--repeats R]
- *                [--keep DIR] [--verbose]
+ *                [--keep DIR] [--verbose] [--backend cpu|hip] [--device N]
  *
  * Both runners come from the runner registry ("engine", "llamacpp") and run
  * as vt run and vt capture run them: vt_runner_open with one settings
@@ -34,8 +34,16 @@
  * directory under $TMPDIR (or /tmp), removed at the end,
  * or to --keep DIR, where they stay and where a later run reuses them. The
  * prompt is P pseudo-random token ids (a fixed stream) below 90% of the
- * vocabulary size. */
+ * vocabulary size.
+ *
+ * --backend hip: the GPU backend alone (exact matmul mode, eager and
+ * production), its anchor the device's read bandwidth measured in the same
+ * run (a read-only kernel over 4 GiB): decode tokens/s against the limit
+ * bandwidth / weight bytes read per token, with the kernel launches and
+ * host<->device copies per decoded token. */
 #include "engine/codec.h"
+#include "engine/gguf_file.h"
+#include "engine/gpu_module.h"
 #include "engine/runner.h"
 #include "fixtures/fixture.h"
 #include "oracle/ggml_codec.h"
@@ -316,6 +324,136 @@ out:
     return rc;
 }
 
+/* ---- The GPU backend against the device's read bandwidth. ---- */
+
+/* Bytes of weights one decode step reads: every tensor once, the token
+ * embedding table for one row only (negligible, not counted) unless it is
+ * also the output head (no output.weight: tied). */
+static int weight_bytes_per_token(const char *path, double *out, vt_error *err)
+{
+    vt_gguf *gg = vt_gguf_open(path, err);
+    if (!gg)
+        return err->code;
+    double sum = 0;
+    int tied = vt_gguf_find_tensor(gg, "output.weight") == NULL;
+    for (uint64_t i = 0; i < vt_gguf_n_tensors(gg); i++) {
+        const vt_gguf_tensor *t = vt_gguf_tensor_at(gg, i);
+        int is_embd = t->name.len == 17 && memcmp(t->name.ptr, "token_embd.weight", 17) == 0;
+        if (!is_embd || tied)
+            sum += (double)t->n_bytes;
+    }
+    vt_gguf_free(gg);
+    *out = sum;
+    return VT_OK;
+}
+
+/* --backend hip: the model on GPU device, eager and production, through the
+ * module's table (engine/gpu_backend.h) as the engine runner calls it, with
+ * the kernel launches and host<->device copies counted over the decode. */
+static int bench_gpu(const char *path, int device, int32_t p, int32_t g, int repeats)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    vt_gpu_module_info mi;
+    double bw = 0, wb = 0;
+    int rc = vt_gpu_module_get(&mi, &err);
+    const vt_gpu_backend *b = mi.backend;
+    if (rc == VT_OK)
+        rc = weight_bytes_per_token(path, &wb, &err);
+    /* 4 GiB: far beyond the L2 cache of any GPU (the H200's is 60 MB). */
+    if (rc == VT_OK)
+        rc = b->read_bandwidth(device, (size_t)4 << 30, 5, &bw, &err);
+    if (rc != VT_OK) {
+        fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
+        return rc;
+    }
+    char dev[160] = "";
+    b->device_name(device, dev, sizeof dev, &err);
+    printf("model %s on %s (module %s, sha256 %s)\n", path, dev, mi.path, mi.sha256);
+    printf("  device read bandwidth %.1f GB/s (best of 5 passes over 4 GiB); weights read per token %.1f MB; "
+           "limit %.1f tok/s\n", bw * 1e-9, wb * 1e-6, bw / wb);
+    printf("%-30s %-10s %-8s %12s %12s %12s %10s %10s %10s\n", "model", "mode", "phase", "best tok/s", "min tok/s",
+           "max tok/s", "launch/tok", "copy/tok", "of limit");
+    const char *name = base_name(path);
+    for (int mode = 0; mode < 2 && rc == VT_OK; mode++) {
+        vt_runner_settings s;
+        vt_runner_settings_default(&s);
+        s.model_path = path;
+        s.mode = mode ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
+        s.backend = VT_BACKEND_HIP;
+        s.device = device;
+        s.matmul = VT_MATMUL_EXACT;
+        s.n_ctx = p + g;
+        s.n_batch = p;
+        void *m = NULL;
+        if ((rc = b->open(&s, &m, &err)) != VT_OK) {
+            fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
+            break;
+        }
+        const int32_t nv = b->n_vocab(m);
+        int32_t *prompt = malloc((size_t)p * sizeof *prompt);
+        float *logits = malloc((size_t)nv * sizeof *logits);
+        if (!prompt || !logits) {
+            fprintf(stderr, "engine_bench: out of memory\n");
+            rc = VT_EINPUT;
+        }
+        uint64_t x = 0x9E3779B97F4A7C15ull;
+        uint32_t span = (uint32_t)(nv - nv / 10);
+        for (int32_t i = 0; rc == VT_OK && i < p; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            prompt[i] = (int32_t)((x >> 11) % span);
+        }
+        double pf[101], dc[101];
+        uint64_t launches = 0, copies = 0;
+        /* Repeat 0 warms up (allocations, module load, clocks). */
+        for (int r = 0; rc == VT_OK && r <= repeats; r++) {
+            b->reset(m);
+            double t0 = now();
+            rc = b->eval(m, prompt, p, 0, logits, &err);
+            double t1 = now();
+            uint64_t l0, c0, l1, c1;
+            b->counts(m, &l0, &c0);
+            for (int32_t i = 1; rc == VT_OK && i < g; i++) {
+                int32_t tok = vt_argmax(logits, nv);
+                rc = b->eval(m, &tok, 1, 0, logits, &err);
+            }
+            double t2 = now();
+            b->counts(m, &l1, &c1);
+            launches = l1 - l0;
+            copies = c1 - c0;
+            if (r > 0) {
+                pf[r] = p / (t1 - t0);
+                dc[r] = (g - 1) / (t2 - t1);
+            }
+        }
+        if (rc != VT_OK)
+            fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
+        else {
+            double pb = 0, pmin = 1e300, pmax = 0, db = 0, dmin = 1e300, dmax = 0;
+            for (int r = 1; r <= repeats; r++) {
+                pb = pf[r] > pb ? pf[r] : pb;
+                pmin = pf[r] < pmin ? pf[r] : pmin;
+                db = dc[r] > db ? dc[r] : db;
+                dmin = dc[r] < dmin ? dc[r] : dmin;
+            }
+            pmax = pb;
+            dmax = db;
+            const char *mn = mode ? "eager" : "production";
+            printf("%-30s %-10s %-8s %12.2f %12.2f %12.2f %10s %10s %10s\n", name, mn, "prefill", pb, pmin, pmax, "",
+                   "", "");
+            printf("%-30s %-10s %-8s %12.2f %12.2f %12.2f %10.1f %10.1f %9.1f%%\n", name, mn, "decode", db, dmin,
+                   dmax, (double)launches / (g - 1), (double)copies / (g - 1), 100.0 * db / (bw / wb));
+        }
+        fflush(stdout);
+        free(prompt);
+        free(logits);
+        b->close(m);
+    }
+    return rc;
+}
+
 /* ---- Fixtures. ---- */
 
 static int make_fixture(vt_ggml **g, const char *arch, const char *preset, const char *path)
@@ -367,7 +505,8 @@ static int make_fixture(vt_ggml **g, const char *arch, const char *preset, const
 static int usage(void)
 {
     fprintf(stderr, "usage: engine_bench [--model X.gguf]... [--preset bench|tiny] [--threads N] [--prompt-tokens P]\n"
-                    "                    [--gen-tokens G] [--repeats R] [--keep DIR] [--verbose]\n");
+                    "                    [--gen-tokens G] [--repeats R] [--keep DIR] [--verbose]\n"
+                    "                    [--backend cpu|hip] [--device N]\n");
     return 2;
 }
 
@@ -389,7 +528,8 @@ int main(int argc, char **argv)
     const char *preset = "bench", *keep = NULL;
     vt_runner_settings d;
     vt_runner_settings_default(&d);
-    int32_t threads = d.n_threads, p = 128, g = 32, repeats = 3;
+    int32_t threads = d.n_threads, p = 128, g = 32, repeats = 3, device = 0;
+    vt_backend backend = VT_BACKEND_CPU;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--verbose") == 0) {
@@ -433,6 +573,16 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(a, "--keep") == 0) {
             keep = v;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (!vt_backend_parse(v, &backend)) {
+                fprintf(stderr, "engine_bench: --backend '%s': expected cpu or hip\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--device") == 0) {
+            if (!parse_int(v, 0, 63, &device)) {
+                fprintf(stderr, "engine_bench: --device '%s': expected 0..63\n", v);
+                return 2;
+            }
         } else {
             return usage();
         }
@@ -471,6 +621,17 @@ int main(int argc, char **argv)
             goto cleanup;
     }
 
+    if (backend == VT_BACKEND_HIP) {
+        printf("engine_bench: the GPU backend (--backend hip, device %d, matmul exact), prompt %d tokens, %d tokens "
+               "greedy, %d repeats after one warm-up; the anchor is the device's read bandwidth\n",
+               device, p, g, repeats);
+        for (int m = 0; m < n_models; m++) {
+            int r = bench_gpu(models[m], device, p, g, repeats);
+            if (r != VT_OK && rc == VT_OK)
+                rc = r;
+        }
+        goto cleanup;
+    }
     printf("engine_bench: engine vs llama.cpp, production mode, %d threads, prompt %d tokens (one batch), "
            "%d tokens greedy, best of %d after one warm-up\n",
            threads, p, g, repeats);

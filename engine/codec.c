@@ -184,36 +184,12 @@ float vt_f16_to_f32(uint16_t h) { return vt_half_bits_to_f32(h); }
  * F16 and FP8 E4M3 encoders (the engine's activation rounding and KV cache)
  * ====================================================================== */
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-
 /* Both narrow formats are encoded the same way: the target unit is
  * 2^(max(e, e_min) - mant_bits), the significand is rounded to that unit,
  * and ((E - e_min + 1) << mant_bits) + q is the code, the rounding carry
  * moving into the exponent by itself (and subnormals falling out at E =
  * e_min). */
-uint16_t vt_f32_to_f16(float f)
-{
-    uint32_t u = f32_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN: quiet, top payload bits kept (as F16C) */
-        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-    if (a >= 0x477ff000u) /* >= 65520 rounds past 65504: inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x00800000u) /* F32 zero or subnormal: far below F16's unit */
-        return sign;
-    int e = (int)(a >> 23) - 127;
-    uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    int E = e < -14 ? -14 : e;
-    uint32_t q = vt_rne_shift(m, 13 + (E - e));
-    return (uint16_t)(sign | (uint32_t)(((E + 14) << 10) + (int)q));
-}
+uint16_t vt_f32_to_f16(float f) { return vt_f32_to_f16_bits(f); }
 
 uint8_t vt_fp8_e4m3_from_f32(float f) { return vt_fp8_e4m3_encode(f); }
 

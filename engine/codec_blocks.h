@@ -128,6 +128,26 @@ VT_HD uint32_t vt_rne_shift(uint32_t v, int s)
     return q;
 }
 
+/* F32 to F16, round to nearest even, as F16C's vcvtps2ph (NaN quiet with
+ * its top payload bits, overflow to inf, F32 subnormals to zero). */
+VT_HD uint16_t vt_f32_to_f16_bits(float f)
+{
+    const uint32_t u = vt_f32_bits(f);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* >= 65520 rounds past 65504: inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x00800000u) /* F32 zero or subnormal: far below F16's unit */
+        return sign;
+    const int e = (int)(a >> 23) - 127;
+    const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    const int E = e < -14 ? -14 : e;
+    const uint32_t q = vt_rne_shift(m, 13 + (E - e));
+    return (uint16_t)(sign | (uint32_t)(((E + 14) << 10) + (int)q));
+}
+
 /* FP8 E4M3 encoding (codec.h's vt_fp8_e4m3_from_f32): round to nearest,
  * ties to even, saturate at +-448, NaN to the NaN code of its sign. */
 VT_HD uint8_t vt_fp8_e4m3_encode(float f)

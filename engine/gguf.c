@@ -850,6 +850,26 @@ int vt_gguf_get_str(const vt_gguf *g, const char *key, vt_gguf_str *out)
     return 1;
 }
 
+int vt_gguf_read_arch(const char *path, char *buf, size_t cap, vt_error *err)
+{
+    vt_gguf *g = vt_gguf_open(path, err);
+    if (!g)
+        return err ? err->code : VT_EINPUT;
+    vt_gguf_str a;
+    int rc = VT_OK;
+    if (!vt_gguf_get_str(g, "general.architecture", &a))
+        rc = vt_error_set(err, VT_EINPUT, "%s: key general.architecture: missing", path);
+    else if (a.len >= cap)
+        rc = vt_error_set(err, VT_EINPUT, "%s: key general.architecture: %llu bytes: expected at most %zu", path,
+                          (unsigned long long)a.len, cap - 1);
+    else {
+        memcpy(buf, a.ptr, a.len);
+        buf[a.len] = 0;
+    }
+    vt_gguf_free(g);
+    return rc;
+}
+
 /* Bytes of one encoded array (element type, count, elements) at b, already
  * validated when the file was opened; end still bounds every step so that a
  * value that did not come from this file cannot make us read past it. */

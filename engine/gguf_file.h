@@ -105,6 +105,11 @@ int vt_gguf_get_f64(const vt_gguf *g, const char *key, double *out);
 int vt_gguf_get_bool(const vt_gguf *g, const char *key, int *out);
 int vt_gguf_get_str(const vt_gguf *g, const char *key, vt_gguf_str *out);
 
+/* The file's general.architecture into buf (NUL-terminated): VT_OK, or
+ * VT_EINPUT with err set (unreadable file, key missing or not a string, or
+ * longer than cap - 1). */
+int vt_gguf_read_arch(const char *path, char *buf, size_t cap, vt_error *err);
+
 /* Elements of an array value. For string arrays: element i's string.
  * For nested arrays: element i as a value. For scalar arrays: element i
  * widened into the value. Return 0 if out of range / wrong kind, or if arr

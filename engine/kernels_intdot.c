@@ -2,6 +2,7 @@
  * type whose ggml kernel the engine follows meets its activation quantized
  * as ggml's x86 kernel quantizes it, one table row per type. */
 #include "kernels_impl.h"
+#include "codec_intdot.h" /* the bodies shared with the GPU */
 #include "codec_iq_tables.h"
 
 /* ======================================================================
@@ -25,16 +26,7 @@ vt_act_type vt_act_type_of(int type)
  * on values that land on .5 after scaling (vt op check's adversarial rows).
  * Q8_1 quantizes the same values (it also stores a block sum, which only
  * matters to ggml's integer kernel). */
-static uint16_t q8_0_block(const float *x, int8_t *q)
-{
-    float amax = 0.0f;
-    for (int j = 0; j < 32; j++)
-        amax = fmaxf(amax, fabsf(x[j]));
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++)
-        q[j] = (int8_t)nearbyintf(x[j] * id);
-    return vt_f32_to_f16(amax / 127.0f);
-}
+static uint16_t q8_0_block(const float *x, int8_t *q) { return vt_q8_0_quant_block(x, q); }
 
 static void round_q8_0(const float *x, float *y, int64_t n)
 {
@@ -46,39 +38,11 @@ static void round_q8_0(const float *x, float *y, int64_t n)
     }
 }
 
-/* ggml's nearest_int: ties to even via the 1.5*2^23 trick (|v| <= 2^22). */
-static int nearest_int(float v)
-{
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, 4);
-    return (i & 0x007fffff) - 0x00400000;
-}
 
 /* Q8_K: blocks of 256; the scale is set by the element of largest magnitude
  * (keeping its sign: iscale = -127/max), d = 1/iscale stays F32 (0 for an
  * all-zero block). Returns d. */
-static float q8_k_block(const float *x, int8_t *q)
-{
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < 256; j++) {
-        float ax = fabsf(x[j]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[j];
-        }
-    }
-    if (amax == 0.0f) {
-        memset(q, 0, 256);
-        return 0.0f;
-    }
-    const float iscale = -127.0f / max;
-    for (int j = 0; j < 256; j++) {
-        int v = nearest_int(iscale * x[j]);
-        q[j] = (int8_t)(v < 127 ? v : 127);
-    }
-    return 1 / iscale;
-}
+static float q8_k_block(const float *x, int8_t *q) { return vt_q8_k_quant_block(x, q); }
 
 static void round_q8_k(const float *x, float *y, int64_t n)
 {
@@ -121,31 +85,13 @@ void vt_act_round_row(vt_act_type t, const float *x, float *y, int64_t n)
  * copy only lets the compiler use the instruction, the value is the same.
  * ====================================================================== */
 
-static inline float hsum8(const float *a)
-{
-    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
+static inline float hsum8(const float *a) { return vt_hsum8(a); }
 
 /* Q8_0 x Q8_0: ggml's x86 vec_dot_q8_0_q8_0 (and llamafile's tinyBLAS for
  * the same pair, which sums the same way). */
-static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *w, const uint8_t *x,
-                                                                 int64_t nb)
+static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *w, const uint8_t *x, int64_t nb)
 {
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < nb; b++, w += 34, x += 34) {
-        uint16_t dw, dx;
-        memcpy(&dw, w, 2);
-        memcpy(&dx, x, 2);
-        const float d = vt_f16_to_f32(dw) * vt_f16_to_f32(dx);
-        const int8_t *qw = (const int8_t *)(w + 2), *qx = (const int8_t *)(x + 2);
-        for (int m = 0; m < 8; m++) {
-            int32_t lane = 0;
-            for (int k = 4 * m; k < 4 * m + 4; k++)
-                lane += (int32_t)qw[k] * qx[k];
-            acc[m] = fmaf(d, (float)lane, acc[m]);
-        }
-    }
-    return hsum8(acc);
+    return vt_dot_q8_0(w, x, nb);
 }
 
 /* Q6_K x Q8_K: ggml's x86 vec_dot_q6_K_q8_K as the CPU backend here runs it
@@ -153,39 +99,9 @@ static inline __attribute__((always_inline)) float dot_q8_0_body(const uint8_t *
  * offset of 32 taken off afterwards through the activation's block sums, one
  * lane per 32 elements). Block: ql[128] (low nibbles), qh[64] (two high
  * bits each), int8 scales[16] (one per 16 elements), F16 d. */
-static inline __attribute__((always_inline)) float dot_q6_k_body(const uint8_t *w, const uint8_t *x,
-                                                                 int64_t nb)
+static inline __attribute__((always_inline)) float dot_q6_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)
 {
-    float acc[8] = { 0 };
-    for (int64_t b = 0; b < nb; b++, w += 210, x += 292) {
-        const uint8_t *ql = w, *qh = w + 128;
-        const int8_t *sc = (const int8_t *)(w + 192), *q8 = (const int8_t *)(x + 4);
-        uint16_t dw;
-        float dx;
-        int16_t bsums[16];
-        memcpy(&dw, w + 208, 2);
-        memcpy(&dx, x, 4);
-        memcpy(bsums, x + 260, sizeof bsums);
-        int32_t lane[8] = { 0 };
-        for (int n = 0; n < 2; n++) {
-            const uint8_t *L = ql + 64 * n, *H = qh + 32 * n;
-            for (int l = 0; l < 32; l++) {
-                const int e = 128 * n + l;
-                const int v[4] = { (L[l] & 0xF) | ((H[l] & 3) << 4),
-                                   (L[l + 32] & 0xF) | (((H[l] >> 2) & 3) << 4),
-                                   (L[l] >> 4) | (((H[l] >> 4) & 3) << 4),
-                                   (L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4) };
-                for (int k = 0; k < 4; k++)
-                    lane[l / 4] += sc[(e + 32 * k) / 16] * v[k] * q8[e + 32 * k];
-            }
-        }
-        for (int m = 0; m < 8; m++)
-            lane[m] -= 32 * (bsums[2 * m] * sc[2 * m] + bsums[2 * m + 1] * sc[2 * m + 1]);
-        const float d = dx * vt_f16_to_f32(dw);
-        for (int m = 0; m < 8; m++)
-            acc[m] = fmaf(d, (float)lane[m], acc[m]);
-    }
-    return hsum8(acc);
+    return vt_dot_q6_k(w, x, nb);
 }
 
 /* IQ4_XS x Q8_K: ggml's x86 (AVX2) vec_dot_iq4_xs_q8_K. Block: F16 d,
@@ -227,42 +143,9 @@ static inline __attribute__((always_inline)) float dot_iq4_xs_body(const uint8_t
  * acc = fma(sum, d_w * d_x, acc) and mins = fma(min sum, dmin_w * d_x, mins)
  * superblock after superblock, and the product is acc - mins. Block: F16 d,
  * F16 dmin, scales[12] (6-bit scale and min per 32), qs[128]. */
-static inline __attribute__((always_inline)) float dot_q4_k_r8_body(const uint8_t *w, const uint8_t *x,
-                                                                    int64_t nb)
+static inline __attribute__((always_inline)) float dot_q4_k_r8_body(const uint8_t *w, const uint8_t *x, int64_t nb)
 {
-    float acc = 0.0f, mins = 0.0f;
-    for (int64_t b = 0; b < nb; b++, w += 144, x += 292) {
-        uint16_t dh, mh;
-        float dx;
-        int16_t bsums[16];
-        memcpy(&dh, w, 2);
-        memcpy(&mh, w + 2, 2);
-        memcpy(&dx, x, 4);
-        memcpy(bsums, x + 260, sizeof bsums);
-        const uint8_t *sc = w + 4, *qs = w + 16;
-        const int8_t *q8 = (const int8_t *)(x + 4);
-        int32_t isum = 0, imin = 0;
-        for (int j = 0; j < 8; j++) {
-            int s, m;
-            if (j < 4) {
-                s = sc[j] & 63;
-                m = sc[j + 4] & 63;
-            } else {
-                s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-                m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-            }
-            const uint8_t *q = qs + 32 * (j / 2);
-            const int shift = 4 * (j % 2);
-            int32_t dot = 0;
-            for (int l = 0; l < 32; l++)
-                dot += ((q[l] >> shift) & 0xf) * q8[32 * j + l];
-            isum += s * dot;
-            imin += m * (bsums[2 * j] + bsums[2 * j + 1]);
-        }
-        acc = fmaf((float)isum, vt_f16_to_f32(dh) * dx, acc);
-        mins = fmaf((float)imin, vt_f16_to_f32(mh) * dx, mins);
-    }
-    return acc - mins;
+    return vt_dot_q4_k_r8(w, x, nb);
 }
 
 /* Q4_0 and IQ4_NL x Q8_0, 32 4-bit values per block (element j of a block
@@ -436,16 +319,6 @@ static inline __attribute__((always_inline)) float dot_mxfp4_r8_body(const uint8
 
 /* 6-bit scale and min of sub-block j (0..7) from the 12 bytes Q4_K and
  * Q5_K share. */
-static inline __attribute__((always_inline)) void k4_scale_min(const uint8_t *sc, int j, int *s, int *m)
-{
-    if (j < 4) {
-        *s = sc[j] & 63;
-        *m = sc[j + 4] & 63;
-    } else {
-        *s = (sc[j + 4] & 0xf) | ((sc[j - 4] >> 6) << 4);
-        *m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
-}
 
 /* Q3_K x Q8_K: ggml's x86 (AVX2) vec_dot_q3_K_q8_K: the lanes by position
  * over (2 low bits - 4 where the hmask bit is clear) * (6-bit scale - 32),
@@ -487,48 +360,7 @@ static inline __attribute__((always_inline)) float dot_q3_k_body(const uint8_t *
 static inline __attribute__((always_inline)) float dot_k45_body(const uint8_t *w, const uint8_t *x, int64_t nb,
                                                                 int five)
 {
-    float acc[8] = { 0 }, accm[4] = { 0 }, summs = 0.0f;
-    const size_t wb = five ? 176 : 144;
-    for (int64_t b = 0; b < nb; b++, w += wb, x += 292) {
-        uint16_t dh, mh;
-        float dx;
-        int16_t bsums[16];
-        memcpy(&dh, w, 2);
-        memcpy(&mh, w + 2, 2);
-        memcpy(&dx, x, 4);
-        memcpy(bsums, x + 260, sizeof bsums);
-        const uint8_t *sc = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
-        const int8_t *q8 = (const int8_t *)(x + 4);
-        int scale[8], min[8];
-        for (int j = 0; j < 8; j++)
-            k4_scale_min(sc, j, &scale[j], &min[j]);
-        int32_t lane[8] = { 0 };
-        for (int e = 0; e < 256; e++) {
-            const int j = e / 32, l = e % 32;
-            int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
-            if (five)
-                v |= ((qh[l] >> j) & 1) << 4;
-            lane[l / 4] += scale[j] * v * q8[e];
-        }
-        const float d = dx * vt_f16_to_f32(dh), dmin = -(dx * vt_f16_to_f32(mh));
-        for (int m = 0; m < 8; m++)
-            acc[m] = fmaf(d, (float)lane[m], acc[m]);
-        if (five) {
-            int32_t isum = 0;
-            for (int j = 0; j < 8; j++)
-                isum += min[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-            summs = fmaf(dmin, (float)isum, summs); /* ggml's build contracts it to an FMA */
-        } else {
-            for (int i = 0; i < 4; i++) {
-                const int32_t p = min[2 * i] * (bsums[4 * i] + bsums[4 * i + 1]) +
-                                  min[2 * i + 1] * (bsums[4 * i + 2] + bsums[4 * i + 3]);
-                accm[i] = fmaf(dmin, (float)p, accm[i]);
-            }
-        }
-    }
-    if (five)
-        return hsum8(acc) + summs;
-    return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+    return vt_dot_k45(w, x, nb, five);
 }
 
 static inline __attribute__((always_inline)) float dot_q4_k_body(const uint8_t *w, const uint8_t *x, int64_t nb)

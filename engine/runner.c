@@ -44,6 +44,7 @@ void vt_runner_settings_default(vt_runner_settings *s)
 static const char *const mode_names[] = { "production", "eager" };
 static const char *const cache_names[] = { "auto", "f32", "bf16", "fp8_e4m3" };
 static const char *const matmul_names[] = { "exact", "q8" };
+static const char *const backend_names[] = { "cpu", "hip" };
 static const char *const shape_names[] = { "replay", "batched" };
 
 static int parse_name(const char *s, const char *const *names, int n)
@@ -57,6 +58,14 @@ static int parse_name(const char *s, const char *const *names, int n)
 const char *vt_exec_mode_name(vt_exec_mode m) { return (unsigned)m < 2 ? mode_names[m] : "?"; }
 const char *vt_cache_dtype_name(vt_cache_dtype d) { return (unsigned)d < 4 ? cache_names[d] : "?"; }
 const char *vt_matmul_mode_name(vt_matmul_mode m) { return (unsigned)m < 2 ? matmul_names[m] : "?"; }
+
+const char *vt_backend_name(vt_backend b) { return (unsigned)b < 2 ? backend_names[b] : "?"; }
+
+int vt_backend_parse(const char *s, vt_backend *out)
+{
+    int i = parse_name(s, backend_names, 2);
+    return i < 0 ? 0 : (*out = (vt_backend)i, 1);
+}
 
 int vt_exec_mode_parse(const char *s, vt_exec_mode *out)
 {

@@ -30,6 +30,13 @@ typedef enum vt_matmul_mode {
                             (Q8_0 or Q8_K), as llama.cpp's CPU backend does */
 } vt_matmul_mode;
 
+/* Where the engine runner computes: the CPU, or the GPU backend (engine/hip/,
+ * a module loaded at run time: engine/gpu_module.h). */
+typedef enum vt_backend {
+    VT_BACKEND_CPU = 0,
+    VT_BACKEND_HIP = 1
+} vt_backend;
+
 typedef struct vt_sampling {
     double temperature; /* 0: greedy (argmax, lowest id on ties) */
     int32_t top_k;      /* 0: off */
@@ -42,6 +49,8 @@ typedef struct vt_runner_settings {
     vt_exec_mode mode;
     vt_cache_dtype cache_dtype;
     vt_matmul_mode matmul;     /* engine runner only */
+    vt_backend backend;        /* engine runner only */
+    int32_t device;            /* the GPU's index (backend hip) */
     int32_t n_threads;         /* production mode; eager always uses 1 */
     int32_t n_ctx;             /* sequence capacity (prompt + generated) */
     int32_t n_batch;           /* prefill batch size (production) */
@@ -49,8 +58,8 @@ typedef struct vt_runner_settings {
     vt_sampling sampling;
 } vt_runner_settings;
 
-/* Defaults: production, cache auto, matmul q8, threads = cores, n_ctx 512,
- * n_batch 512, seed 0, greedy. */
+/* Defaults: production, cache auto, matmul q8, backend cpu, device 0,
+ * threads = cores, n_ctx 512, n_batch 512, seed 0, greedy. */
 void vt_runner_settings_default(vt_runner_settings *s);
 
 /* What ran. Strings are owned by the runner and live until close. */
@@ -92,11 +101,13 @@ typedef struct vt_runner_ops {
 } vt_runner_ops;
 
 /* Names as written on command lines and in captures ("production", "eager";
- * "auto", "f32", "bf16", "fp8_e4m3"; "exact", "q8"), and their inverses:
+ * "auto", "f32", "bf16", "fp8_e4m3"; "exact", "q8"; "cpu", "hip"), and their inverses:
  * parse returns 1 and sets *out, or 0 for an unknown name. */
 const char *vt_exec_mode_name(vt_exec_mode m);
 const char *vt_cache_dtype_name(vt_cache_dtype d);
 const char *vt_matmul_mode_name(vt_matmul_mode m);
+const char *vt_backend_name(vt_backend b); /* "cpu", "hip" */
+int vt_backend_parse(const char *s, vt_backend *out);
 int vt_exec_mode_parse(const char *s, vt_exec_mode *out);
 int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out);
 int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out);

@@ -70,6 +70,9 @@ static int lc_open(const vt_runner_settings *set, void **state, vt_error *err)
                             set->n_threads);
     if (set->mode != VT_MODE_PRODUCTION && set->mode != VT_MODE_EAGER)
         return vt_error_set(err, VT_EINPUT, "llamacpp runner: mode %d: unknown", (int)set->mode);
+    if (set->backend != VT_BACKEND_CPU)
+        return vt_error_set(err, VT_EINPUT, "llamacpp runner: --backend %s: expected cpu (the oracle package's "
+                            "CPU libraries are the ones verified)", vt_backend_name(set->backend));
     enum ggml_type kv = GGML_TYPE_F32;
     const char *kv_name = "";
     int rc = cache_type(set->cache_dtype, &kv, &kv_name, err);

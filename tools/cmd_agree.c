@@ -75,7 +75,7 @@ int vt_cmd_agree(int argc, char **argv)
     if (!s.model_path)
         return bad("--model", "", "a GGUF file");
     const vt_runner_ops *lo, *oo;
-    if (vt_runner_pair("vt agree", local_name, oracle_name, &lo, &oo))
+    if (vt_runner_pair("vt agree", local_name, oracle_name, s.backend, &lo, &oo))
         return 2;
 
     vt_error err;
@@ -106,7 +106,10 @@ int vt_cmd_agree(int argc, char **argv)
         s.n_batch = s.n_ctx;
     if (rc == VT_OK && !(local = vt_runner_open(lo, &s, &err)))
         rc = err.code;
-    if (rc == VT_OK && !(oracle = vt_runner_open(oo, &s, &err)))
+    vt_runner_settings os = s; /* the oracle computes on the CPU */
+    os.backend = VT_BACKEND_CPU;
+    os.device = 0;
+    if (rc == VT_OK && !(oracle = vt_runner_open(oo, &os, &err)))
         rc = err.code;
     vt_agree_prompt per[16];
     vt_agree_summary sum;

@@ -98,7 +98,7 @@ int vt_cmd_kld(int argc, char **argv)
     if (!corpus)
         return bad("--corpus", "", "a UTF-8 text file");
     const vt_runner_ops *lo, *oo;
-    if (vt_runner_pair("vt kld", local_name, oracle_name, &lo, &oo))
+    if (vt_runner_pair("vt kld", local_name, oracle_name, s.backend, &lo, &oo))
         return 2;
     vt_error err;
     vt_error_clear(&err);
@@ -135,6 +135,8 @@ int vt_cmd_kld(int argc, char **argv)
     }
     if (rc == VT_OK && !(local = vt_runner_open(lo, &ls, &err)))
         rc = err.code ? err.code : VT_EINPUT;
+    s.backend = VT_BACKEND_CPU; /* the oracle computes on the CPU */
+    s.device = 0;
     if (rc == VT_OK && !(oracle = vt_runner_open(oo, &s, &err)))
         rc = err.code ? err.code : VT_EINPUT;
     vt_kld_corpus_result r;

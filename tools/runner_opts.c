@@ -11,6 +11,7 @@ const char vt_runner_options_usage[] =
     "  --mode production|eager        batched and threaded, or one token at a time on one thread\n"
     "  --cache-dtype auto|f32|bf16|fp8_e4m3   KV cache storage (llama.cpp has no fp8_e4m3)\n"
     "  --matmul q8|exact              engine: activations through the codec's dot type (default), or not\n"
+    "  --backend cpu|hip  --device N   engine: compute on the CPU or on GPU N (the GPU backend module)\n"
     "  --threads N  --n-ctx N  --n-batch N  --seed S\n"
     "  --temperature T  --top-p P  --min-p P  --sample-top-k K   sampling (default greedy)\n";
 
@@ -42,6 +43,14 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
         return vt_cache_dtype_parse(val, &s->cache_dtype) ? 1 : bad(tool, opt, val, "auto, f32, bf16 or fp8_e4m3");
     if (strcmp(opt, "--matmul") == 0)
         return vt_matmul_mode_parse(val, &s->matmul) ? 1 : bad(tool, opt, val, "q8 or exact");
+    if (strcmp(opt, "--backend") == 0)
+        return vt_backend_parse(val, &s->backend) ? 1 : bad(tool, opt, val, "cpu or hip");
+    if (strcmp(opt, "--device") == 0) {
+        if (!vt_parse_i64(val, 0, 63, &n))
+            return bad(tool, opt, val, "an integer in 0..63");
+        s->device = (int32_t)n;
+        return 1;
+    }
     if (strcmp(opt, "--threads") == 0) {
         if (!vt_parse_i64(val, 1, 256, &n))
             return bad(tool, opt, val, "an integer in 1..256");
@@ -71,8 +80,8 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
     return 0;
 }
 
-int vt_runner_pair(const char *tool, const char *local, const char *oracle, const vt_runner_ops **lo,
-                   const vt_runner_ops **oo)
+int vt_runner_pair(const char *tool, const char *local, const char *oracle, vt_backend local_backend,
+                   const vt_runner_ops **lo, const vt_runner_ops **oo)
 {
     *lo = vt_runner_find(local);
     *oo = vt_runner_find(oracle);
@@ -81,7 +90,8 @@ int vt_runner_pair(const char *tool, const char *local, const char *oracle, cons
         fprintf(stderr, "%s: %s '%s': expected engine or llamacpp\n", tool, opt, !*lo ? local : oracle);
         return 2;
     }
-    if (*lo == *oo) {
+    /* The engine on the GPU against the engine on the CPU is two computations. */
+    if (*lo == *oo && !(local_backend != VT_BACKEND_CPU && strcmp(local, "engine") == 0)) {
         fprintf(stderr, "%s: --local %s --oracle %s: refused by rule distinct: the same runner with the same "
                 "settings is one computation run twice: expected two different runners\n", tool, local, oracle);
         return 2;

@@ -13,10 +13,12 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
 
 /* The two runners of a comparison (vt agree, vt kld): both known, and not
  * one runner twice (with the same settings that is one computation run
- * twice, which agrees with itself by construction). 0, or 2 after one line
+ * twice, which agrees with itself by construction). --backend applies to
+ * the local runner; the oracle computes on the CPU, so the engine on the GPU
+ * against the engine (on the CPU) is a pair. 0, or 2 after one line
  * "TOOL: ..." on stderr. */
-int vt_runner_pair(const char *tool, const char *local, const char *oracle, const vt_runner_ops **lo,
-                   const vt_runner_ops **oo);
+int vt_runner_pair(const char *tool, const char *local, const char *oracle, vt_backend local_backend,
+                   const vt_runner_ops **lo, const vt_runner_ops **oo);
 
 /* The usage lines for those options. */
 extern const char vt_runner_options_usage[];

@@ -23,15 +23,17 @@ void *vt_gpu_store_alloc(vt_gpu_store *s, size_t bytes, vt_error *err)
 
 int vt_gpu_store_mat(vt_gpu_store *s, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
 {
+    int rc = vt_gpu_matmul_supported((int)w->codec->type, vt_gpu_matmul_of(s->g), err);
+    if (rc)
+        return rc;
     const size_t bytes = w->row_bytes * (size_t)w->rows;
     uint8_t *d = vt_gpu_store_alloc(s, bytes, err);
     if (!d)
         return err->code;
-    int rc = vt_gpu_to_device(s->g, d, w->data, bytes, err);
-    if (rc)
+    if ((rc = vt_gpu_to_device(s->g, d, w->data, bytes, err)))
         return rc;
     *out = (vt_gpu_mat){ .data = d, .type = (int)w->codec->type, .rows = w->rows, .cols = w->cols,
-                         .row_bytes = w->row_bytes };
+                         .row_bytes = w->row_bytes, .tensor_rows = w->tensor_rows };
     return VT_OK;
 }
 

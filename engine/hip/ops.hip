@@ -22,6 +22,7 @@ extern "C" {
 }
 #undef restrict
 #include "../codec_blocks.h"
+#include "../codec_intdot.h"
 #include "../engine_math.h"
 #include "device_codec.h"
 #include "vt_gpu.h"
@@ -40,6 +41,10 @@ extern "C" {
 struct vt_gpu {
     int device;
     hipStream_t stream;
+    uint64_t launches, copies; /* kernels launched, host<->device copies: the benchmark's counts */
+    int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
+    uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
+    size_t xq_cap;
     uint8_t *grids_buf;
     vt_iq_grids grids;
 };
@@ -56,7 +61,11 @@ static int fail(vt_error *err, hipError_t e, const char *what)
             return fail(err, e_, what);                                                             \
     } while (0)
 
-#define LAUNCHED(what) TRY(hipGetLastError(), what)
+#define LAUNCHED(what)                                                                              \
+    do {                                                                                            \
+        g->launches++;                                                                              \
+        TRY(hipGetLastError(), what);                                                               \
+    } while (0)
 
 extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
 {
@@ -83,6 +92,10 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
 
 extern "C" void vt_gpu_close(vt_gpu *g)
 {
+    if (g && g->xq) {
+        hipSetDevice(g->device);
+        hipFree(g->xq);
+    }
     if (!g)
         return;
     if (hipSetDevice(g->device) == hipSuccess) {
@@ -115,6 +128,7 @@ extern "C" void vt_gpu_mfree(vt_gpu *g, void *p)
 extern "C" int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err)
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
+    g->copies++;
     TRY(hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, g->stream), "hipMemcpyAsync to device");
     /* The host buffer may be reused at once: wait for the copy. */
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
@@ -124,8 +138,75 @@ extern "C" int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t b
 extern "C" int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err)
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
+    g->copies++;
     TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    return VT_OK;
+}
+
+extern "C" void vt_gpu_counts(const vt_gpu *g, uint64_t *launches, uint64_t *copies)
+{
+    *launches = g->launches;
+    *copies = g->copies;
+}
+
+/* The read bandwidth limit: every 16-byte word of a buffer far larger than
+ * the L2 cache read once per pass; each thread folds what it read into one
+ * word written out, so no read can be dropped. */
+__global__ static void k_read_all(const uint4 *buf, size_t n, uint32_t *out)
+{
+    uint32_t acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+extern "C" int vt_gpu_read_bandwidth(int device, size_t bytes, int passes, double *bytes_per_s, vt_error *err)
+{
+    int rc = vt_gpu_bind(device, err);
+    if (rc)
+        return rc;
+    hipDeviceProp_t p;
+    TRY(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
+    const unsigned threads = 256, blocks = (unsigned)p.multiProcessorCount * 8;
+    uint4 *buf = NULL;
+    uint32_t *out = NULL;
+    hipEvent_t t0 = NULL, t1 = NULL;
+    hipError_t e = hipMalloc((void **)&buf, bytes);
+    if (e == hipSuccess)
+        e = hipMalloc((void **)&out, (size_t)blocks * threads * sizeof(uint32_t));
+    if (e == hipSuccess)
+        e = hipMemsetAsync(buf, 0x5a, bytes, 0); /* not zeros: nothing special about the data */
+    if (e == hipSuccess)
+        e = hipEventCreate(&t0);
+    if (e == hipSuccess)
+        e = hipEventCreate(&t1);
+    double best = 0;
+    for (int i = 0; e == hipSuccess && i <= passes; i++) {
+        hipEventRecord(t0, 0);
+        k_read_all<<<blocks, threads>>>(buf, bytes / sizeof(uint4), out);
+        e = hipGetLastError();
+        if (e == hipSuccess)
+            e = hipEventRecord(t1, 0);
+        if (e == hipSuccess)
+            e = hipEventSynchronize(t1);
+        float ms = 0;
+        if (e == hipSuccess)
+            e = hipEventElapsedTime(&ms, t0, t1);
+        if (e == hipSuccess && i > 0 && ms > 0 && (double)bytes / (ms * 1e-3) > best) /* pass 0 warms up */
+            best = (double)bytes / (ms * 1e-3);
+    }
+    if (t0)
+        hipEventDestroy(t0);
+    if (t1)
+        hipEventDestroy(t1);
+    hipFree(out);
+    hipFree(buf);
+    if (e != hipSuccess)
+        return fail(err, e, "read bandwidth");
+    *bytes_per_s = best;
     return VT_OK;
 }
 
@@ -555,6 +636,82 @@ extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const 
     return VT_OK;
 }
 
+/* --matmul q8 (codec_intdot.h): each activation block quantized by one
+ * thread, as the CPU quantizes it. */
+__global__ static void k_act_blocks(const float *x, int64_t n_tok, int64_t cols, int act, uint8_t *dst)
+{
+    const int64_t be = act == VT_ACT_Q8_K ? 256 : 32, bb = act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : VT_Q8_0_BYTES;
+    const int64_t nb = cols / be;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_tok * nb;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / nb, b = i % nb;
+        if (act == VT_ACT_Q8_K)
+            vt_q8_k_block_write(x + t * cols + b * be, dst + (size_t)(t * nb + b) * bb);
+        else
+            vt_q8_0_block_write(x + t * cols + b * be, dst + (size_t)(t * nb + b) * bb);
+    }
+}
+
+/* The activation rounded through F16 or BF16 (the dot types of those weights). */
+__global__ static void k_act_round(const float *x, float *y, int64_t n, int act)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = act == VT_ACT_F16 ? vt_half_bits_to_f32(vt_f32_to_f16_bits(x[i]))
+                                 : vt_bits_f32((uint32_t)vt_f32_bits_to_bf16(x[i]) << 16);
+}
+
+/* One thread per (output, token): the whole row's integer block product,
+ * the CPU's body (codec_intdot.h). Q4_K in ggml's repacked order where the
+ * CPU takes it (the tensor's rows a multiple of 8, kernels_intdot.c). */
+__global__ static void k_matmul_int(int type, int r8, const uint8_t *w, size_t row_bytes, int64_t rows, int64_t nb,
+                                    const uint8_t *xq, size_t xrow, int64_t n_tok, float *y, int64_t ldy)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * n_tok;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / rows, o = i % rows;
+        const uint8_t *wr = w + (size_t)o * row_bytes, *xr = xq + (size_t)t * xrow;
+        float v;
+        switch (type) {
+        case VT_TYPE_Q8_0: v = vt_dot_q8_0(wr, xr, nb); break;
+        case VT_TYPE_Q6_K: v = vt_dot_q6_k(wr, xr, nb); break;
+        case VT_TYPE_Q4_K: v = r8 ? vt_dot_q4_k_r8(wr, xr, nb) : vt_dot_k45(wr, xr, nb, 0); break;
+        default: v = vt_dot_k45(wr, xr, nb, 1); break; /* Q5_K */
+        }
+        y[t * ldy + o] = v;
+    }
+}
+
+extern "C" void vt_gpu_set_matmul(vt_gpu *g, int matmul) { g->matmul = matmul; }
+extern "C" int vt_gpu_matmul_of(const vt_gpu *g) { return g->matmul; }
+
+static int int_type(int type)
+{
+    return type == VT_TYPE_Q8_0 || type == VT_TYPE_Q6_K || type == VT_TYPE_Q4_K || type == VT_TYPE_Q5_K;
+}
+
+extern "C" int vt_gpu_matmul_supported(int type, int matmul, vt_error *err)
+{
+    if (matmul == VT_MATMUL_EXACT || int_type(type) || type == VT_TYPE_F32 || type == VT_TYPE_F16 ||
+        type == VT_TYPE_BF16)
+        return VT_OK;
+    const vt_codec *c = vt_codec_by_type(type);
+    return vt_error_set(err, VT_EINPUT, "gpu: --matmul q8: %s weights: no integer product on the GPU yet "
+                        "(F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K): expected --matmul exact", c ? c->name : "?");
+}
+
+static int scratch(vt_gpu *g, size_t bytes, vt_error *err)
+{
+    if (bytes <= g->xq_cap)
+        return VT_OK;
+    if (g->xq)
+        TRY(hipFree(g->xq), "hipFree");
+    g->xq = NULL;
+    g->xq_cap = 0;
+    TRY(hipMalloc((void **)&g->xq, bytes), "hipMalloc");
+    g->xq_cap = bytes;
+    return VT_OK;
+}
+
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                              vt_error *err)
 {
@@ -566,6 +723,35 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
                             (long long)w->cols);
     if (n_tok <= 0)
         return VT_OK;
+    if (g->matmul == VT_MATMUL_Q8 && c->act != VT_ACT_F32) {
+        int rc = vt_gpu_matmul_supported(w->type, g->matmul, err);
+        if (rc)
+            return rc;
+        if (int_type(w->type)) {
+            const int64_t be = c->act == VT_ACT_Q8_K ? 256 : 32;
+            const size_t xrow = (size_t)(w->cols / be) * (c->act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : VT_Q8_0_BYTES);
+            if (w->cols % be)
+                return vt_error_set(err, VT_EINPUT, "gpu matmul: rows of %lld: expected a multiple of %lld",
+                                    (long long)w->cols, (long long)be);
+            if ((rc = scratch(g, xrow * (size_t)n_tok, err)))
+                return rc;
+            k_act_blocks<<<grid_for(n_tok * (w->cols / be), 128), 128, 0, g->stream>>>(x, n_tok, w->cols, c->act,
+                                                                                      g->xq);
+            LAUNCHED("k_act_blocks");
+            k_matmul_int<<<grid_for(w->rows * n_tok, 128), 128, 0, g->stream>>>(
+                w->type, w->type == VT_TYPE_Q4_K && w->tensor_rows % 8 == 0, w->data, w->row_bytes, w->rows,
+                w->cols / c->block_elems, g->xq, xrow, n_tok, y, ldy);
+            LAUNCHED("k_matmul_int");
+            return VT_OK;
+        }
+        /* F16, BF16: the product of the rounded activation. */
+        if ((rc = scratch(g, (size_t)(n_tok * w->cols) * sizeof(float), err)))
+            return rc;
+        k_act_round<<<grid_for(n_tok * w->cols, 256), 256, 0, g->stream>>>(x, (float *)g->xq, n_tok * w->cols,
+                                                                            c->act);
+        LAUNCHED("k_act_round");
+        x = (const float *)g->xq;
+    }
     const size_t shm = (size_t)w->cols * sizeof(float);
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_matmul, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),

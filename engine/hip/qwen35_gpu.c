@@ -13,7 +13,7 @@
  *   final RMSNorm -> output head -> logits, copied to the host
  * The CPU engine opens and checks the file (vt_qwen35_open); the tensors it
  * loaded (qwen35_model.h) are copied in their codecs. RoPE angles are the
- * CPU's (vt_q35_rope_angles). Exact matmul mode only. Every operation is
+ * CPU's (vt_q35_rope_angles). Both matmul modes, as qwen3_gpu.c. Every operation is
  * the CPU's order (ops.hip); the few values qwen35.c takes from the C
  * library's expf and logf (beta, the decay, the attention gate's sigmoid:
  * n_v_heads and n_head * head_dim per token) are computed on the host by the
@@ -163,11 +163,6 @@ static int zero_states(vt_gpu_qwen35 *m, vt_error *err)
 
 vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const vt_runner_settings *s, vt_error *err)
 {
-    if (s->matmul != VT_MATMUL_EXACT) {
-        vt_error_set(err, VT_EINPUT, "gpu qwen35: --matmul %s: expected exact (the GPU has no Q8 mode yet)",
-                     vt_matmul_mode_name(s->matmul));
-        return NULL;
-    }
     vt_gpu_qwen35 *m = calloc(1, sizeof *m);
     if (!m) {
         vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
@@ -178,6 +173,7 @@ vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const vt_runner_settings *s, vt_er
         return NULL;
     }
     m->store.g = m->g;
+    vt_gpu_set_matmul(m->g, s->matmul); /* before the weights: each type checked against it */
     m->hp = m->cpu->hp;
     m->key_dim = m->cpu->key_dim;
     m->value_dim = m->cpu->value_dim;
@@ -218,6 +214,17 @@ void vt_gpu_qwen35_reset(vt_gpu_qwen35 *m)
 }
 
 int32_t vt_gpu_qwen35_n_vocab(const vt_gpu_qwen35 *m) { return m->hp.n_vocab; }
+
+void vt_gpu_qwen35_counts(const vt_gpu_qwen35 *m, uint64_t *launches, uint64_t *copies)
+{
+    vt_gpu_counts(m->g, launches, copies);
+}
+
+void vt_gpu_qwen35_resolved(const vt_gpu_qwen35 *m, vt_runner_settings *out)
+{
+    vt_qwen35_resolved(m->cpu, out);
+    out->n_threads = 1; /* one host thread drives the device */
+}
 
 #define STEP(call)                                                                                  \
     if ((rc = (call)))                                                                              \

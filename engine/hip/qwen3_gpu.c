@@ -9,9 +9,11 @@
  * The CPU engine opens and checks the file (vt_qwen3_open); the tensors it
  * loaded (qwen3_model.h) are copied to device memory in their codecs. RoPE's angles are the CPU's
  * (vt_rope_angles, the C library's cosf and sinf), copied per batch. Every
- * buffer is allocated at open. Exact matmul mode only: each product is the
- * dot of the decoded weight row with the F32 activation, in the CPU's order,
- * so the logits are the CPU engine's (--matmul exact) bit for bit. */
+ * buffer is allocated at open. Each product is the CPU's: --matmul exact
+ * the dot of the decoded weight row with the F32 activation in the CPU's
+ * order, --matmul q8 the activation through the weight's dot type and the
+ * integer block products of codec_intdot.h; so the logits are the CPU
+ * engine's bit for bit in either mode. */
 #include "gpu_weights.h"
 #include "vt_gpu.h"
 
@@ -109,11 +111,6 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
 
 vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const vt_runner_settings *s, vt_error *err)
 {
-    if (s->matmul != VT_MATMUL_EXACT) {
-        vt_error_set(err, VT_EINPUT, "gpu qwen3: --matmul %s: expected exact (the GPU has no Q8 mode yet)",
-                     vt_matmul_mode_name(s->matmul));
-        return NULL;
-    }
     vt_gpu_qwen3 *m = calloc(1, sizeof *m);
     if (!m) {
         vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
@@ -124,6 +121,7 @@ vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const vt_runner_settings *s, vt_erro
         return NULL;
     }
     m->store.g = m->g;
+    vt_gpu_set_matmul(m->g, s->matmul); /* before the weights: each type checked against it */
     m->hp = *vt_qwen3_hparams_of(m->cpu);
     vt_runner_settings r = *s;
     vt_qwen3_resolved(m->cpu, &r);
@@ -153,6 +151,17 @@ void vt_gpu_qwen3_close(vt_gpu_qwen3 *m)
 
 void vt_gpu_qwen3_reset(vt_gpu_qwen3 *m) { m->n_past = 0; }
 int32_t vt_gpu_qwen3_n_vocab(const vt_gpu_qwen3 *m) { return m->hp.n_vocab; }
+
+void vt_gpu_qwen3_counts(const vt_gpu_qwen3 *m, uint64_t *launches, uint64_t *copies)
+{
+    vt_gpu_counts(m->g, launches, copies);
+}
+
+void vt_gpu_qwen3_resolved(const vt_gpu_qwen3 *m, vt_runner_settings *out)
+{
+    vt_qwen3_resolved(m->cpu, out);
+    out->n_threads = 1; /* one host thread drives the device */
+}
 
 /* One batch of n_tok tokens at positions n_past ..; the logits of batch rows
  * [out0, out0 + n_out) copied to logits. */

@@ -77,6 +77,11 @@ void vt_gpu_mfree(vt_gpu *g, void *p);
 int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err);
 int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err); /* waits */
 int vt_gpu_wait(vt_gpu *g, vt_error *err);
+/* Kernels launched and host<->device copies made through g so far. */
+void vt_gpu_counts(const vt_gpu *g, uint64_t *launches, uint64_t *copies);
+/* The device's read bandwidth (bytes per second): the best of passes timed
+ * reads of a bytes-sized buffer (after one untimed pass). */
+int vt_gpu_read_bandwidth(int device, size_t bytes, int passes, double *bytes_per_s, vt_error *err);
 
 /* A weight matrix in its codec, rows packed as in the GGUF file. */
 typedef struct vt_gpu_mat {
@@ -84,7 +89,20 @@ typedef struct vt_gpu_mat {
     int type;
     int64_t rows, cols;
     size_t row_bytes;
+    int64_t tensor_rows; /* rows of the whole tensor (the CPU's choice of Q4_K's product order) */
 } vt_gpu_mat;
+
+/* The matmul mode of g's products (runner.h: VT_MATMUL_EXACT, the default,
+ * or VT_MATMUL_Q8: the activation through the weight's dot type, as the
+ * CPU engine's --matmul q8). */
+void vt_gpu_set_matmul(vt_gpu *g, int matmul);
+int vt_gpu_matmul_of(const vt_gpu *g);
+/* VT_OK if the GPU computes products of weight type in mode matmul as the
+ * CPU engine does; else VT_EINPUT, one line. q8 runs F32, F16 and BF16
+ * (the activation rounded) and Q8_0, Q4_K, Q5_K and Q6_K (integer block
+ * products, engine/codec_intdot.h); the other types' integer bodies are not
+ * shared with the GPU yet. */
+int vt_gpu_matmul_supported(int type, int matmul, vt_error *err);
 
 /* The KV cache: n_layer x n_ctx x kv_dim elements of K and of V. */
 typedef struct vt_gpu_kv {
@@ -101,7 +119,9 @@ int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *table, const int64_t *ids, int64_t
 int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n, float eps,
                         vt_error *err);
 /* y[t * ldy + o] = dot(W row o, x[t]) (x: n_tok rows of W->cols): F32 order,
- * BF16 weights in ggml_vec_dot_bf16's. W->cols must be a multiple of 64. */
+ * BF16 weights in ggml_vec_dot_bf16's; in q8 mode (vt_gpu_set_matmul) x
+ * first through W's dot type. W->cols must be a multiple of 64 (of 256 for
+ * the Q8_K dot type). */
 int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                   vt_error *err);
 /* Per head of every token: x = RMSNorm(x) * w over head_dim, then NeoX RoPE
@@ -152,6 +172,9 @@ void vt_gpu_qwen3_reset(vt_gpu_qwen3 *m);
 int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
                       vt_error *err);
 int32_t vt_gpu_qwen3_n_vocab(const vt_gpu_qwen3 *m);
+/* The settings as applied (the CPU model's, one host thread). */
+void vt_gpu_qwen3_resolved(const vt_gpu_qwen3 *m, struct vt_runner_settings *out);
+void vt_gpu_qwen3_counts(const vt_gpu_qwen3 *m, uint64_t *launches, uint64_t *copies);
 
 /* The same for qwen35 (qwen35_gpu.c); the recurrent states are zeroed by
  * reset, as the CPU's. */
@@ -162,6 +185,9 @@ void vt_gpu_qwen35_reset(vt_gpu_qwen35 *m);
 int vt_gpu_qwen35_eval(vt_gpu_qwen35 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,
                        vt_error *err);
 int32_t vt_gpu_qwen35_n_vocab(const vt_gpu_qwen35 *m);
+/* The settings as applied (the CPU model's, one host thread). */
+void vt_gpu_qwen35_resolved(const vt_gpu_qwen35 *m, struct vt_runner_settings *out);
+void vt_gpu_qwen35_counts(const vt_gpu_qwen35 *m, uint64_t *launches, uint64_t *copies);
 
 #ifdef __cplusplus
 }

@@ -2,11 +2,12 @@
  * (needs a GPU; scripts/gpu-build builds it): for each model (either
  * architecture, by its general.architecture) and each KV cache dtype, the
  * same N tokens (seeded random ids) teacher-forced through the CPU engine
- * (--matmul exact) and through the GPU in production mode (prefill batches)
+ * (--matmul exact, or q8 with --matmul q8) and through the GPU in production mode (prefill batches)
  * and in eager mode (one token per evaluation); every position's logits
  * compared bit for bit, and each GPU run repeated to be bit-identical.
  * Exit 0 all identical, 1 a difference, 2 no device or bad usage.
- * usage: gpu_forward [--tokens N] [--repeats R] [--device D] MODEL.gguf... */
+ * usage: gpu_forward [--tokens N] [--repeats R] [--device D] [--matmul exact|q8]
+ *        MODEL.gguf... */
 #include "engine/gguf_file.h"
 #include "engine/hip/vt_gpu.h"
 #include "engine/qwen3.h"
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
 {
     int32_t n = 48;
     int repeats = 10, device = 0, first = 1;
+    vt_matmul_mode matmul = VT_MATMUL_EXACT;
     for (; first + 1 < argc && argv[first][0] == '-'; first += 2) {
         if (!strcmp(argv[first], "--tokens"))
             n = atoi(argv[first + 1]);
@@ -112,13 +114,19 @@ int main(int argc, char **argv)
             repeats = atoi(argv[first + 1]);
         else if (!strcmp(argv[first], "--device"))
             device = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "--matmul")) {
+            if (!vt_matmul_mode_parse(argv[first + 1], &matmul)) {
+                fprintf(stderr, "gpu_forward: --matmul '%s': expected exact or q8\n", argv[first + 1]);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "gpu_forward: %s: unknown option\n", argv[first]);
             return 2;
         }
     }
     if (first >= argc || n < 1 || repeats < 1) {
-        fprintf(stderr, "usage: gpu_forward [--tokens N] [--repeats R] [--device D] MODEL.gguf...\n");
+        fprintf(stderr, "usage: gpu_forward [--tokens N] [--repeats R] [--device D] [--matmul exact|q8] MODEL.gguf...\n");
         return 2;
     }
     vt_error err;
@@ -134,8 +142,8 @@ int main(int argc, char **argv)
         printf("gpu_forward: %s\n", err.msg);
         return 2;
     }
-    printf("device %d: %s; %d tokens teacher-forced, all logits; GPU runs repeated %d times\n", device, name, n,
-           repeats);
+    printf("device %d: %s; --matmul %s; %d tokens teacher-forced, all logits; GPU runs repeated %d times\n", device,
+           name, vt_matmul_mode_name(matmul), n, repeats);
     printf("%-28s %-9s %-10s %10s %12s %8s %s\n", "model", "cache", "gpu-mode", "differ", "max|dlogit|", "argmax",
            "repeats");
     int failures = 0;
@@ -146,7 +154,7 @@ int main(int argc, char **argv)
             vt_runner_settings s;
             vt_runner_settings_default(&s);
             s.model_path = argv[a];
-            s.matmul = VT_MATMUL_EXACT;
+            s.matmul = matmul;
             s.cache_dtype = dts[d];
             s.n_threads = 8;
             s.n_ctx = n;
