@@ -8,7 +8,12 @@
  * by itself, and llama.cpp cannot load a model's weights until one of the
  * libggml-cpu-<variant>.so files is loaded. ggml_backend_load_all_from_path
  * (what node-llama-cpp itself calls) scores every variant in the directory
- * against this CPU and loads the best one. */
+ * against this CPU and loads the best one; but the variants compute different
+ * bits (sapphirerapids multiplies Q8_0, Q4_K and others in AMX tiles and BF16
+ * by VDPBF16PS; icelake has neither), so an oracle chosen by the host's CPU
+ * model would make the same comparison pass on one machine and fail on the
+ * next. vt pins the variant instead (vt_llamacpp_cpu_variant): the one the
+ * engine's arithmetic follows, icelake, wherever this CPU runs it. */
 #include "llamacpp_lib.h"
 
 #include "../common/vt_json.h"
@@ -160,6 +165,58 @@ static int bind_sym(void *handle, const char *path, const char *name, void *fnpt
     return VT_OK;
 }
 
+/* The CPU variant ggml computes with: $VT_GGML_CPU_VARIANT ("icelake",
+ * "haswell", ...; "best": ggml's own choice for this CPU), by default
+ * icelake, the variant whose instructions the engine's kernels follow
+ * (README), where this CPU can run it (its ggml_backend_score is not 0),
+ * else ggml's best. A named variant this CPU cannot run, or a name with
+ * anything but letters, digits and '_', is refused. Only this directory:
+ * ggml would otherwise also search the executable's directory and the
+ * working directory. */
+const char *vt_llamacpp_cpu_variant(void)
+{
+    const char *v = getenv("VT_GGML_CPU_VARIANT");
+    return v && *v ? v : "icelake";
+}
+
+static int load_cpu_variant(vt_llamacpp_lib *L, void *h, void (*load_all_from_path)(const char *), vt_error *err)
+{
+    const char *want = vt_llamacpp_cpu_variant();
+    const int named = getenv("VT_GGML_CPU_VARIANT") && *getenv("VT_GGML_CPU_VARIANT");
+    if (strcmp(want, "best") == 0) {
+        load_all_from_path(L->libdir);
+        return VT_OK;
+    }
+    for (const char *c = want; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return vt_error_set(err, VT_EINPUT, "VT_GGML_CPU_VARIANT '%s': expected a variant name (icelake, "
+                                "haswell, ...) or best", want);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", L->libdir, want);
+    int (*score)(void) = NULL;
+    void *v = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (v) {
+        void *p = dlsym(v, "ggml_backend_score");
+        memcpy(&score, &p, sizeof p);
+    }
+    const int runs = v && score && score() > 0;
+    if (runs) {
+        ggml_backend_reg_t (*load)(const char *) = NULL;
+        int rc = bind_sym(h, L->path, "ggml_backend_load", &load, err);
+        if (rc == VT_OK && !load(path))
+            rc = vt_error_set(err, VT_EINPUT, "%s: ggml_backend_load failed", path);
+        dlclose(v); /* ggml holds its own reference */
+        return rc;
+    }
+    if (v)
+        dlclose(v);
+    if (named)
+        return vt_error_set(err, VT_EINPUT, "VT_GGML_CPU_VARIANT '%s': %s: %s", want, path,
+                            v ? "this CPU cannot run it (ggml_backend_score 0)" : "no such variant here");
+    load_all_from_path(L->libdir); /* a CPU without AVX-512 VBMI/VNNI: ggml's best */
+    return VT_OK;
+}
+
 /* One-time set-up after dlopen: logger, backend, CPU variant, descriptions.
  * On failure the library stays loaded (ggml may hold pieces of it). */
 static int init_loaded(vt_llamacpp_lib *L, void *h, vt_error *err)
@@ -190,9 +247,9 @@ static int init_loaded(vt_llamacpp_lib *L, void *h, vt_error *err)
     /* Silence first: backend loading logs too. */
     log_set(quiet_log, NULL);
     backend_init();
-    /* Only this directory: ggml would otherwise also search the executable's
-     * directory and the working directory. */
-    load_all_from_path(L->libdir);
+    int rc = load_cpu_variant(L, h, load_all_from_path, err);
+    if (rc)
+        return rc;
 
     ggml_backend_dev_t cpu = dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!cpu)

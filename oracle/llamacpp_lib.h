@@ -72,5 +72,9 @@ typedef struct vt_llamacpp_lib {
  * err set (VT_EINPUT); a failure before anything was initialized can be
  * retried, e.g. with another directory. */
 const vt_llamacpp_lib *vt_llamacpp_lib_load(const char *libdir, vt_error *err);
+/* The CPU variant asked for: $VT_GGML_CPU_VARIANT, by default "icelake"
+ * (the one the engine follows); "best" leaves the choice to ggml. What was
+ * loaded is cpu_backend above. */
+const char *vt_llamacpp_cpu_variant(void);
 
 #endif

@@ -306,6 +306,45 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
     remove_dir();
 }
 
+/* The oracle's CPU variant is pinned, not left to the host's CPU model
+ * (oracle/llamacpp_lib.c): by default icelake, the variant the engine
+ * follows, wherever the CPU runs it, named in the runner's identity;
+ * VT_GGML_CPU_VARIANT=best is ggml's own choice; a variant that is not
+ * there, or a name that is not one, is exit 2 and one line. */
+Test(kld_cli, the_oracles_cpu_variant_is_pinned_and_named, .timeout = 120)
+{
+    make_dir();
+    char model[256], out[8192], err[2048];
+    make_fixture("F32", 1, model, sizeof model);
+    int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                        "'%s' run --runner llamacpp --model '%s' --prompt-tokens 1,2,3 --max-tokens 2", VT_BIN, model);
+    cr_assert_eq(rc, 0, "%s", err);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        cr_assert(strstr(out, "CPU backend ") && strstr(out, "/libggml-cpu-icelake.so;"), "%s", out);
+    rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                    "VT_GGML_CPU_VARIANT=best '%s' run --runner llamacpp --model '%s' --prompt-tokens 1,2,3 "
+                    "--max-tokens 2", VT_BIN, model);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "/libggml-cpu-"), "%s", out);
+    static const struct { const char *value, *line; } bad[] = {
+        { "nosuch", "VT_GGML_CPU_VARIANT 'nosuch': " VT_SOURCE_DIR "/deps/linux-x64/bins/linux-x64/libggml-cpu-nosuch.so: "
+                    "no such variant here" },
+        { "ice/../lake", "VT_GGML_CPU_VARIANT 'ice/../lake': expected a variant name (icelake, haswell, ...) or best" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
+                        "VT_GGML_CPU_VARIANT='%s' '%s' run --runner llamacpp --model '%s' --prompt-tokens 1,2,3 "
+                        "--max-tokens 2", bad[i].value, VT_BIN, model);
+        cr_assert_eq(rc, 2, "%s: exit %d: %s", bad[i].value, rc, err);
+        char want[600];
+        snprintf(want, sizeof want, "%s\n", bad[i].line);
+        cr_assert_str_eq(err, want, "%s", bad[i].value);
+    }
+    remove_dir();
+}
+
 /* At one token (eager mode, as generation runs after the prompt) the
  * engine's qwen3 and qwen35 forward passes are llama.cpp's to the bit, in
  * every kind of weight codec: float, block integer, repacked, K-quant, IQ
