@@ -3,7 +3,7 @@
  *
  *   engine_bench [--model X.gguf]... [--preset bench|tiny] [--threads N]
  *                [--prompt-tokens P] [--gen-tokens G] [--repeats R]
- *                [--keep DIR] [--verbose] [--backend cpu|hip] [--device N]
+ *                [--keep DIR] [--verbose] [--backend cpu|hip] [--device N] [--matmul exact|q8]
  *
  * Both runners come from the runner registry ("engine", "llamacpp") and run
  * as vt run and vt capture run them: vt_runner_open with one settings
@@ -36,8 +36,8 @@
  * prompt is P pseudo-random token ids (a fixed stream) below 90% of the
  * vocabulary size.
  *
- * --backend hip: the GPU backend alone (exact matmul mode, eager and
- * production), its anchor the device's read bandwidth measured in the same
+ * --backend hip: the GPU backend alone (--matmul exact, the default there,
+ * or q8; eager and production), its anchor the device's read bandwidth measured in the same
  * run (a read-only kernel over 4 GiB): decode tokens/s against the limit
  * bandwidth / weight bytes read per token, with the kernel launches and
  * host<->device copies per decoded token. */
@@ -350,7 +350,7 @@ static int weight_bytes_per_token(const char *path, double *out, vt_error *err)
 /* --backend hip: the model on GPU device, eager and production, through the
  * module's table (engine/gpu_backend.h) as the engine runner calls it, with
  * the kernel launches and host<->device copies counted over the decode. */
-static int bench_gpu(const char *path, int device, int32_t p, int32_t g, int repeats)
+static int bench_gpu(const char *path, int device, vt_matmul_mode matmul, int32_t p, int32_t g, int repeats)
 {
     vt_error err;
     vt_error_clear(&err);
@@ -382,7 +382,7 @@ static int bench_gpu(const char *path, int device, int32_t p, int32_t g, int rep
         s.mode = mode ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
         s.backend = VT_BACKEND_HIP;
         s.device = device;
-        s.matmul = VT_MATMUL_EXACT;
+        s.matmul = matmul;
         s.n_ctx = p + g;
         s.n_batch = p;
         void *m = NULL;
@@ -506,7 +506,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: engine_bench [--model X.gguf]... [--preset bench|tiny] [--threads N] [--prompt-tokens P]\n"
                     "                    [--gen-tokens G] [--repeats R] [--keep DIR] [--verbose]\n"
-                    "                    [--backend cpu|hip] [--device N]\n");
+                    "                    [--backend cpu|hip] [--device N] [--matmul exact|q8 (hip)]\n");
     return 2;
 }
 
@@ -530,6 +530,7 @@ int main(int argc, char **argv)
     vt_runner_settings_default(&d);
     int32_t threads = d.n_threads, p = 128, g = 32, repeats = 3, device = 0;
     vt_backend backend = VT_BACKEND_CPU;
+    vt_matmul_mode gpu_matmul = VT_MATMUL_EXACT; /* --backend hip only */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--verbose") == 0) {
@@ -578,6 +579,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "engine_bench: --backend '%s': expected cpu or hip\n", v);
                 return 2;
             }
+        } else if (strcmp(a, "--matmul") == 0) {
+            if (!vt_matmul_mode_parse(v, &gpu_matmul)) {
+                fprintf(stderr, "engine_bench: --matmul '%s': expected exact or q8\n", v);
+                return 2;
+            }
         } else if (strcmp(a, "--device") == 0) {
             if (!parse_int(v, 0, 63, &device)) {
                 fprintf(stderr, "engine_bench: --device '%s': expected 0..63\n", v);
@@ -622,11 +628,11 @@ int main(int argc, char **argv)
     }
 
     if (backend == VT_BACKEND_HIP) {
-        printf("engine_bench: the GPU backend (--backend hip, device %d, matmul exact), prompt %d tokens, %d tokens "
+        printf("engine_bench: the GPU backend (--backend hip, device %d, matmul %s), prompt %d tokens, %d tokens "
                "greedy, %d repeats after one warm-up; the anchor is the device's read bandwidth\n",
-               device, p, g, repeats);
+               device, vt_matmul_mode_name(gpu_matmul), p, g, repeats);
         for (int m = 0; m < n_models; m++) {
-            int r = bench_gpu(models[m], device, p, g, repeats);
+            int r = bench_gpu(models[m], device, gpu_matmul, p, g, repeats);
             if (r != VT_OK && rc == VT_OK)
                 rc = r;
         }

@@ -7,6 +7,8 @@
 
 #include "common/vt_rng.h"
 #include "engine/codec.h"
+#include "engine/codec_intdot.h"
+#include "engine/kernels_impl.h"
 #include "engine/gguf_file.h"
 #include "engine/qwen3.h"
 #include "engine/runner.h"
@@ -674,6 +676,82 @@ Test(forward, every_codec_runs_in_both_matmul_modes, .timeout = 60)
         free(q8);
         unlink(path);
     }
+}
+
+/* The GPU's integer products are vt_int_dot (codec_intdot.h), one dispatch
+ * by type; the CPU's are its int_kernels rows. For every type whose
+ * activation is a Q8 block type, both kernels of the CPU's row (portable and
+ * FMA) give vt_int_dot's value bit for bit, in the order that the tensor's
+ * row count selects (a multiple of 8: ggml's repacked order), over random
+ * blocks and a random activation quantized by the shared block writers. */
+Test(int_dot, the_shared_dispatch_is_the_cpu_kernel_for_every_type, .timeout = 120)
+{
+    vt_rng rng;
+    vt_rng_seed(&rng, 2024);
+    const int64_t cols = 512;
+    float x[512], dec[256];
+    for (int64_t k = 0; k < cols; k++)
+        x[k] = (float)(vt_rng_next(&rng) % 20001) / 10000.0f - 1.0f;
+    int checked = 0;
+    for (int i = 0; i < vt_codec_count(); i++) {
+        const vt_codec *c = vt_codec_at(i);
+        if (c->act != VT_ACT_Q8_0 && c->act != VT_ACT_Q8_1 && c->act != VT_ACT_Q8_K)
+            continue;
+        const int64_t nb = cols / c->block_elems;
+        const size_t row_bytes = (size_t)nb * c->block_bytes;
+        uint8_t *w = malloc(row_bytes * 2), xq[640];
+        cr_assert(w);
+        for (size_t off = 0; off < row_bytes * 2; off += c->block_bytes) {
+            for (int tries = 0;; tries++) {
+                cr_assert_lt(tries, 100000, "%s: no acceptable random block", c->name);
+                for (size_t k = 0; k < c->block_bytes; k++)
+                    w[off + k] = (uint8_t)vt_rng_next(&rng);
+                c->decode_f32(w + off, dec, 1);
+                int ok = 1;
+                for (int64_t k = 0; k < c->block_elems; k++)
+                    ok = ok && isfinite(dec[k]) && fabsf(dec[k]) <= 4.0f;
+                if (ok)
+                    break;
+            }
+        }
+        const size_t xb = c->act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : c->act == VT_ACT_Q8_1 ? VT_Q8_1_BYTES : VT_Q8_0_BYTES;
+        const int64_t be = c->act == VT_ACT_Q8_K ? 256 : 32;
+        for (int64_t b = 0; b < cols / be; b++) {
+            if (c->act == VT_ACT_Q8_K)
+                vt_q8_k_block_write(x + b * be, xq + b * xb);
+            else if (c->act == VT_ACT_Q8_1)
+                vt_q8_1_block_write(x + b * be, xq + b * xb);
+            else
+                vt_q8_0_block_write(x + b * be, xq + b * xb);
+        }
+        uint8_t again[640];
+        vt_act_quantize_row(c->act, x, again, cols);
+        cr_assert_eq(memcmp(again, xq, (size_t)(cols / be) * xb), 0, "%s: the CPU's activation blocks", c->name);
+        vt_cpu cpu;
+        memset(&cpu, 0, sizeof cpu);
+        cpu.matmul = VT_MATMUL_Q8;
+        for (int64_t tensor_rows = 7; tensor_rows <= 8; tensor_rows++) {
+            vt_mat m = { .data = w, .codec = c, .rows = 2, .cols = cols, .row_bytes = row_bytes, .act = c->act,
+                         .tensor_rows = tensor_rows, .plant_row = -1 };
+            vt_act_type act = VT_ACT_F32;
+            const vt_int_dot_fn *f = vt_int_dot_of(&cpu, &m, &act);
+            cr_assert(f && f[0] && f[1], "%s: the CPU has no integer product", c->name);
+            cr_assert_eq(act, c->act, "%s", c->name);
+            const int r8 = vt_int_dot_r8((int)c->type, tensor_rows);
+            for (int row = 0; row < 2; row++) {
+                const float want = vt_int_dot((int)c->type, r8, w + row * row_bytes, xq, nb, vt_iq_host_grids());
+                for (int k = 0; k < 2; k++) {
+                    const float got = f[k](w + row * row_bytes, xq, nb);
+                    cr_assert_eq(vt_f32_bits(got), vt_f32_bits(want), "%s rows %lld kernel %d: %a, vt_int_dot %a",
+                                 c->name, (long long)tensor_rows, k, got, want);
+                    cr_assert(isfinite(got) && got != 0.0f, "%s: %a", c->name, got);
+                }
+            }
+        }
+        free(w);
+        checked++;
+    }
+    cr_assert_eq(checked, 22, "types with a Q8 activation: %d", checked);
 }
 
 /* ---------------------------------------------------------------------

@@ -637,18 +637,30 @@ extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const 
 }
 
 /* --matmul q8 (codec_intdot.h): each activation block quantized by one
- * thread, as the CPU quantizes it. */
+ * thread, as the CPU quantizes it (Q8_0, Q8_1 or Q8_K blocks). */
+__device__ static inline int64_t act_block_elems(int act) { return act == VT_ACT_Q8_K ? 256 : 32; }
+
+__host__ __device__ static inline size_t act_block_bytes(int act)
+{
+    return act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : act == VT_ACT_Q8_1 ? VT_Q8_1_BYTES : VT_Q8_0_BYTES;
+}
+
 __global__ static void k_act_blocks(const float *x, int64_t n_tok, int64_t cols, int act, uint8_t *dst)
 {
-    const int64_t be = act == VT_ACT_Q8_K ? 256 : 32, bb = act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : VT_Q8_0_BYTES;
+    const int64_t be = act_block_elems(act);
+    const size_t bb = act_block_bytes(act);
     const int64_t nb = cols / be;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_tok * nb;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = i / nb, b = i % nb;
+        const float *src = x + t * cols + b * be;
+        uint8_t *out = dst + (size_t)(t * nb + b) * bb;
         if (act == VT_ACT_Q8_K)
-            vt_q8_k_block_write(x + t * cols + b * be, dst + (size_t)(t * nb + b) * bb);
+            vt_q8_k_block_write(src, out);
+        else if (act == VT_ACT_Q8_1)
+            vt_q8_1_block_write(src, out);
         else
-            vt_q8_0_block_write(x + t * cols + b * be, dst + (size_t)(t * nb + b) * bb);
+            vt_q8_0_block_write(src, out);
     }
 }
 
@@ -661,42 +673,39 @@ __global__ static void k_act_round(const float *x, float *y, int64_t n, int act)
 }
 
 /* One thread per (output, token): the whole row's integer block product,
- * the CPU's body (codec_intdot.h). Q4_K in ggml's repacked order where the
- * CPU takes it (the tensor's rows a multiple of 8, kernels_intdot.c). */
+ * the CPU's body (codec_intdot.h's vt_int_dot), in ggml's repacked order
+ * where the CPU takes it (vt_int_dot_r8). */
 __global__ static void k_matmul_int(int type, int r8, const uint8_t *w, size_t row_bytes, int64_t rows, int64_t nb,
-                                    const uint8_t *xq, size_t xrow, int64_t n_tok, float *y, int64_t ldy)
+                                    const uint8_t *xq, size_t xrow, int64_t n_tok, float *y, int64_t ldy,
+                                    vt_iq_grids g)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * n_tok;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = i / rows, o = i % rows;
-        const uint8_t *wr = w + (size_t)o * row_bytes, *xr = xq + (size_t)t * xrow;
-        float v;
-        switch (type) {
-        case VT_TYPE_Q8_0: v = vt_dot_q8_0(wr, xr, nb); break;
-        case VT_TYPE_Q6_K: v = vt_dot_q6_k(wr, xr, nb); break;
-        case VT_TYPE_Q4_K: v = r8 ? vt_dot_q4_k_r8(wr, xr, nb) : vt_dot_k45(wr, xr, nb, 0); break;
-        default: v = vt_dot_k45(wr, xr, nb, 1); break; /* Q5_K */
-        }
-        y[t * ldy + o] = v;
+        y[t * ldy + o] = vt_int_dot(type, r8, w + (size_t)o * row_bytes, xq + (size_t)t * xrow, nb, &g);
     }
 }
 
 extern "C" void vt_gpu_set_matmul(vt_gpu *g, int matmul) { g->matmul = matmul; }
 extern "C" int vt_gpu_matmul_of(const vt_gpu *g) { return g->matmul; }
 
+/* Every weight type whose activation is a Q8 block type has its integer
+ * product in vt_int_dot (the codec table's act column, the same rows as the
+ * CPU's int_kernels). */
 static int int_type(int type)
 {
-    return type == VT_TYPE_Q8_0 || type == VT_TYPE_Q6_K || type == VT_TYPE_Q4_K || type == VT_TYPE_Q5_K;
+    const vt_codec *c = vt_codec_by_type(type);
+    return c && (c->act == VT_ACT_Q8_0 || c->act == VT_ACT_Q8_1 || c->act == VT_ACT_Q8_K);
 }
 
 extern "C" int vt_gpu_matmul_supported(int type, int matmul, vt_error *err)
 {
-    if (matmul == VT_MATMUL_EXACT || int_type(type) || type == VT_TYPE_F32 || type == VT_TYPE_F16 ||
-        type == VT_TYPE_BF16)
-        return VT_OK;
     const vt_codec *c = vt_codec_by_type(type);
-    return vt_error_set(err, VT_EINPUT, "gpu: --matmul q8: %s weights: no integer product on the GPU yet "
-                        "(F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K): expected --matmul exact", c ? c->name : "?");
+    if (c && c->matrix_weight)
+        return VT_OK; /* exact: the F32 product; q8: vt_int_dot or the rounded activation */
+    (void)matmul;
+    return vt_error_set(err, VT_EINPUT, "gpu: --matmul q8: type %d (%s): no product on the GPU: expected a matrix "
+                        "weight type", type, c ? c->name : "?");
 }
 
 static int scratch(vt_gpu *g, size_t bytes, vt_error *err)
@@ -729,7 +738,7 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
             return rc;
         if (int_type(w->type)) {
             const int64_t be = c->act == VT_ACT_Q8_K ? 256 : 32;
-            const size_t xrow = (size_t)(w->cols / be) * (c->act == VT_ACT_Q8_K ? VT_Q8_K_BYTES : VT_Q8_0_BYTES);
+            const size_t xrow = (size_t)(w->cols / be) * act_block_bytes(c->act);
             if (w->cols % be)
                 return vt_error_set(err, VT_EINPUT, "gpu matmul: rows of %lld: expected a multiple of %lld",
                                     (long long)w->cols, (long long)be);
@@ -738,9 +747,11 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
             k_act_blocks<<<grid_for(n_tok * (w->cols / be), 128), 128, 0, g->stream>>>(x, n_tok, w->cols, c->act,
                                                                                       g->xq);
             LAUNCHED("k_act_blocks");
-            k_matmul_int<<<grid_for(w->rows * n_tok, 128), 128, 0, g->stream>>>(
-                w->type, w->type == VT_TYPE_Q4_K && w->tensor_rows % 8 == 0, w->data, w->row_bytes, w->rows,
-                w->cols / c->block_elems, g->xq, xrow, n_tok, y, ldy);
+            /* 32 threads a block: a decode step's few thousand rows spread
+             * over as many multiprocessors as they can. */
+            k_matmul_int<<<grid_for(w->rows * n_tok, 32), 32, 0, g->stream>>>(
+                w->type, vt_int_dot_r8(w->type, w->tensor_rows), w->data, w->row_bytes, w->rows,
+                w->cols / c->block_elems, g->xq, xrow, n_tok, y, ldy, g->grids);
             LAUNCHED("k_matmul_int");
             return VT_OK;
         }
