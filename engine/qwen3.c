@@ -45,7 +45,7 @@ void vt_qwen3_round_activation(int weight_type, const float *x, float *y, int64_
 
 /* ---------- loading ---------- */
 
-static int load_hparams(const vt_gguf *g, vt_qwen3_hparams *hp, vt_error *err)
+int vt_qwen3_read_hparams(const vt_gguf *g, vt_qwen3_hparams *hp, vt_error *err)
 {
     const char *file = vt_gguf_name(g);
     int rc = vt_load_check_arch(g, "qwen3", err);
@@ -170,7 +170,7 @@ vt_qwen3 *vt_qwen3_open(const vt_runner_settings *s, vt_error *err)
         vt_error_set(err, VT_EINPUT, "engine: out of memory");
         return NULL;
     }
-    if (!(m->gguf = vt_cpu_open_model(&m->cpu, s, err)) || load_hparams(m->gguf, &m->hp, err) ||
+    if (!(m->gguf = vt_cpu_open_model(&m->cpu, s, err)) || vt_qwen3_read_hparams(m->gguf, &m->hp, err) ||
         load_weights(m, err) || allocate(m, err)) {
         vt_qwen3_close(m);
         return NULL;

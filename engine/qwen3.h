@@ -48,6 +48,12 @@ typedef struct vt_qwen3_hparams {
 
 typedef struct vt_qwen3 vt_qwen3;
 
+/* The hyper-parameters of an open qwen3 GGUF (every field but n_vocab and
+ * tied_output, which come with the tensors), checked as vt_qwen3_open
+ * checks them: the one reader of them, for the engine and vt export. */
+typedef struct vt_gguf vt_gguf;
+int vt_qwen3_read_hparams(const vt_gguf *g, vt_qwen3_hparams *hp, vt_error *err);
+
 /* Load s->model_path and allocate everything for s (mode, cache dtype,
  * matmul mode, n_threads, n_ctx, n_batch). Every tensor's presence, type and
  * shape is checked; errors are VT_EINPUT naming the file and the tensor. */

@@ -14,5 +14,6 @@ int vt_cmd_seal(int argc, char **argv);
 int vt_cmd_provenance(int argc, char **argv);
 int vt_cmd_capture(int argc, char **argv);
 int vt_cmd_neartie(int argc, char **argv);
+int vt_cmd_export(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const vt_subcommand subcommands[] = {
     { "provenance", NULL, vt_cmd_provenance, "hashes, manifests, runtime identity, wheel/npm verification" },
     { "capture", "vt-capture", vt_cmd_capture, "seeded repeated runs with verified identities, sealed" },
     { "neartie", "vt-neartie", vt_cmd_neartie, "score a local capture against an oracle's, near-tie rule, CI gate" },
+    { "export", NULL, vt_cmd_export, "a GGUF model as safetensors + config.json for transformers" },
 };
 enum { N_SUBCOMMANDS = (int)(sizeof subcommands / sizeof subcommands[0]) };
 
@@ -53,6 +54,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, kld, op, seal, provenance, capture, neartie\n", argv[1]);
+    fprintf(stderr, "vt: unknown command '%s': expected one of gguf, codec, fixture, run, agree, kld, op, seal, provenance, capture, neartie, export\n", argv[1]);
     return 2;
 }
