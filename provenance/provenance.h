@@ -144,4 +144,26 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
                           vt_package_report *out, vt_error *err);
 void vt_package_report_free(vt_package_report *r);
 
+
+/* ---- imported bytes (a Python process's, against its distributions) ---- */
+typedef struct vt_imports_report {
+    int modules, objects;   /* entries checked */
+    int verified;           /* files whose sha256 and size a RECORD lists */
+    char **dists;           /* "NAME VERSION RECORD sha256 HEX", each distribution owning an
+                               imported file */
+    int n_dists;
+    char **outside;         /* "module|object PATH sha256 HEX": from outside every distribution
+                               (the runtime: recorded, not verified) */
+    int n_outside;
+    char **problems;        /* one line each: a mismatch, or a file no RECORD covers */
+    int n_problems;
+    int ok;                 /* no problem */
+} vt_imports_report;
+
+/* Reads a vt.imports/1 file (provenance/imports.c says what it holds and
+ * how each file is judged). VT_OK when it ran (see out->ok), VT_EINPUT for
+ * an unreadable or malformed file. */
+int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err);
+void vt_imports_report_free(vt_imports_report *r);
+
 #endif

@@ -14,6 +14,7 @@ static const char usage_text[] =
     "       vt provenance identity [--json]\n"
     "       vt provenance verify-wheel WHEEL [--installed DIR]\n"
     "       vt provenance verify-npm TARBALL --lock LOCK --name NAME [--root DIR --loaded SO...]\n"
+    "       vt provenance verify-imports IMPORTS.json\n"
     "\n"
     "manifest make     vt.manifest/1 of the files (name, size, sha256), written to M.json\n"
     "                  with names relative to its directory, or printed (names as given)\n"
@@ -26,6 +27,11 @@ static const char usage_text[] =
     "                  RECORD and the wheel (rewritten script shebangs are noted, not failed)\n"
     "verify-npm        the tarball's sha512 against the lock's integrity for NAME, and each\n"
     "                  --loaded file under --root against tarball member package/<path>\n"
+    "verify-imports    what a Python process imported (vt.imports/1, written in the process by\n"
+    "                  oracle/transformers/vt_imports.py) against the RECORDs of the\n"
+    "                  distributions in its sites; files from outside every distribution are\n"
+    "                  listed as the runtime, unverified\n"
+    "                  example: vt provenance verify-imports imports.json\n"
     "\n"
     "Exit codes: 0 verified, 1 verification failed, 2 bad input.\n";
 
@@ -215,6 +221,34 @@ static int print_report(const vt_package_report *r)
     return 1;
 }
 
+static int cmd_verify_imports(int argc, char **argv)
+{
+    if (argc != 1 || argv[0][0] == '-')
+        return usage_error("verify-imports: expected one IMPORTS.json");
+    vt_error err;
+    vt_error_clear(&err);
+    vt_imports_report r;
+    if (vt_imports_verify(argv[0], &r, &err) != VT_OK)
+        return fail(&err);
+    printf("imports %s\n  modules %d, objects %d: %d verified against a RECORD, %d from outside every "
+           "distribution (the runtime, unverified), %d problem%s\n",
+           argv[0], r.modules, r.objects, r.verified, r.n_outside, r.n_problems, r.n_problems == 1 ? "" : "s");
+    for (int i = 0; i < r.n_dists; i++)
+        printf("  distribution %s\n", r.dists[i]);
+    for (int i = 0; i < r.n_outside; i++)
+        printf("  runtime %s\n", r.outside[i]);
+    for (int i = 0; i < r.n_problems; i++)
+        printf("  PROBLEM: %s\n", r.problems[i]);
+    int rc = r.ok ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", argv[0], r.problems[0],
+                r.n_problems > 1 ? " (and more, above)" : "");
+    else
+        printf("verified\n");
+    vt_imports_report_free(&r);
+    return rc;
+}
+
 static int cmd_verify_wheel(int argc, char **argv)
 {
     const char *wheel = NULL, *installed = NULL;
@@ -318,6 +352,8 @@ int vt_cmd_provenance(int argc, char **argv)
         return cmd_identity(argc - 2, argv + 2);
     if (strcmp(sub, "verify-wheel") == 0)
         return cmd_verify_wheel(argc - 2, argv + 2);
+    if (strcmp(sub, "verify-imports") == 0)
+        return cmd_verify_imports(argc - 2, argv + 2);
     if (strcmp(sub, "verify-npm") == 0)
         return cmd_verify_npm(argc - 2, argv + 2);
     fprintf(stderr, "vt provenance: unknown subcommand '%s': expected manifest, identity, verify-wheel or "

@@ -1,0 +1,330 @@
+/* The bytes a Python process imported against the RECORDs of the
+ * distributions installed where it imported them from (provenance.h,
+ * vt_imports_verify; seed 000's rule: package bytes = imported bytes).
+ *
+ * Input, vt.imports/1 (written by oracle/transformers/vt_imports.py inside
+ * the process): {"schema", "sites": [dir...], "required": [top-level
+ * package...], "modules": [{"name", "path"}...], "objects": [path...]}.
+ * Each site's *.dist-info/RECORD is read; each imported file, by its real
+ * path, is either listed by one RECORD (then its sha256 and size must be
+ * the listed ones), or it is under a site directory or of a required
+ * package and unlisted (a problem: RECORD does not cover it), or it comes
+ * from outside every distribution (the interpreter's standard library, libc,
+ * the CUDA driver): recorded by path and sha256 as the runtime, never
+ * counted as verified. */
+#include "prov_internal.h"
+#include "provenance.h"
+
+#include "../common/vt_json.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct rec_file {
+    char *path; /* real path */
+    int dist;
+    char *hash; /* "sha256=..." or "" */
+    char *size;
+    int line;
+} rec_file;
+
+typedef struct dist {
+    char *name, *version, *record;
+    vt_sha256_hex record_sha256;
+    int used; /* owns a file the process imported */
+} dist;
+
+static int cmp_rec(const void *a, const void *b)
+{
+    return strcmp(((const rec_file *)a)->path, ((const rec_file *)b)->path);
+}
+
+void vt_imports_report_free(vt_imports_report *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_dists; i++)
+        free(r->dists[i]);
+    free(r->dists);
+    for (int i = 0; i < r->n_outside; i++)
+        free(r->outside[i]);
+    free(r->outside);
+    for (int i = 0; i < r->n_problems; i++)
+        free(r->problems[i]);
+    free(r->problems);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reads one site's RECORDs into recs/dists. */
+static int read_site(const char *site, rec_file **recs, int *n_recs, int *cap, dist **dists, int *n_dists,
+                     vt_lines *problems, vt_error *err)
+{
+    DIR *d = opendir(site);
+    if (!d)
+        return vt_error_set(err, VT_EINPUT, "sites: %s: %s: expected a readable directory", site, strerror(errno));
+    char **names = NULL;
+    int nn = 0, rc = VT_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l > 10 && strcmp(de->d_name + l - 10, ".dist-info") == 0) {
+            char **p = realloc(names, sizeof *p * (size_t)(nn + 1));
+            if (!p || !(p[nn] = vt_prov_strdup(de->d_name))) {
+                free(p ? p : names);
+                names = NULL;
+                rc = vt_error_set(err, VT_EINPUT, "out of memory");
+                break;
+            }
+            names = p;
+            nn++;
+        }
+    }
+    closedir(d);
+    for (int i = 0; i < nn && !rc; i++) {
+        char *dir = vt_prov_join(site, names[i]), *rpath = dir ? vt_prov_join(dir, "RECORD") : NULL;
+        char *text = NULL;
+        size_t len = 0;
+        int e = rpath ? vt_prov_read_file(rpath, 64u << 20, &text, &len) : ENOMEM;
+        if (e) {
+            vt_lines_addf(problems, "%s: RECORD unreadable: %s: expected every installed distribution to list its files",
+                          rpath ? rpath : names[i], strerror(e));
+        } else {
+            dist *ds = realloc(*dists, sizeof *ds * (size_t)(*n_dists + 1));
+            if (!ds) {
+                rc = vt_error_set(err, VT_EINPUT, "out of memory");
+            } else {
+                *dists = ds;
+                dist *t = &ds[(*n_dists)++];
+                memset(t, 0, sizeof *t);
+                /* NAME-VERSION.dist-info: the name has no '-' (it is normalized). */
+                char *stem = vt_prov_strdup(names[i]);
+                if (stem) {
+                    stem[strlen(stem) - 10] = '\0';
+                    char *dash = strchr(stem, '-');
+                    t->version = vt_prov_strdup(dash ? dash + 1 : "");
+                    if (dash)
+                        *dash = '\0';
+                    t->name = stem;
+                }
+                t->record = vt_prov_strdup(rpath);
+                vt_sha256_buffer(text, len, &t->record_sha256);
+                vt_record_row *rows = NULL;
+                int nr = 0, bad = vt_record_parse(text, len, &rows, &nr);
+                if (bad)
+                    vt_lines_addf(problems, "%s: line %d: expected path,hash,size", rpath, bad);
+                for (int k = 0; !bad && k < nr && !rc; k++) {
+                    char *joined = vt_prov_join(site, rows[k].path), real[PATH_MAX];
+                    if (joined && realpath(joined, real)) {
+                        if (*n_recs == *cap) {
+                            int nc = *cap ? 2 * *cap : 1024;
+                            rec_file *nrp = realloc(*recs, sizeof *nrp * (size_t)nc);
+                            if (!nrp) {
+                                rc = vt_error_set(err, VT_EINPUT, "out of memory");
+                                free(joined);
+                                break;
+                            }
+                            *recs = nrp;
+                            *cap = nc;
+                        }
+                        rec_file *r = &(*recs)[(*n_recs)++];
+                        r->path = vt_prov_strdup(real);
+                        r->dist = *n_dists - 1;
+                        r->hash = vt_prov_strdup(rows[k].hash);
+                        r->size = vt_prov_strdup(rows[k].size);
+                        r->line = rows[k].line;
+                    }
+                    free(joined);
+                }
+                if (!bad)
+                    vt_record_free(rows, nr);
+            }
+        }
+        free(text);
+        free(rpath);
+        free(dir);
+    }
+    for (int i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+static int under(const char *path, const char *dir)
+{
+    size_t l = strlen(dir);
+    return strncmp(path, dir, l) == 0 && (path[l] == '/' || dir[l - 1] == '/');
+}
+
+/* One imported file. */
+static void check_file(const char *what, const char *path, const char *module, const rec_file *recs, int n_recs,
+                       dist *dists, char real_sites[][PATH_MAX], int n_sites, const cJSON *required,
+                       vt_imports_report *out, vt_lines *problems, vt_lines *outside)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        vt_lines_addf(problems, "%s %s: %s: expected the file the process imported", what, path, strerror(errno));
+        return;
+    }
+    rec_file key = { real, 0, NULL, NULL, 0 };
+    const rec_file *r = bsearch(&key, recs, (size_t)n_recs, sizeof *recs, cmp_rec);
+    vt_sha256_hex got;
+    uint64_t size = 0;
+    vt_error e;
+    vt_error_clear(&e);
+    if (vt_sha256_file(real, &got, &size, &e) != VT_OK) {
+        vt_lines_addf(problems, "%s %s: %s", what, real, e.msg);
+        return;
+    }
+    if (r) {
+        dist *d = &dists[r->dist];
+        d->used = 1;
+        unsigned char want[64];
+        char want_hex[129] = "";
+        long dl = strncmp(r->hash, "sha256=", 7) == 0 ? vt_prov_b64_decode(r->hash + 7, strlen(r->hash + 7), want,
+                                                                            sizeof want)
+                                                       : -1;
+        if (dl != 32) {
+            vt_lines_addf(problems, "%s %s: %s (line %d) hash '%s': expected sha256=<urlsafe base64 digest>", what,
+                          real, d->record, r->line, r->hash);
+            return;
+        }
+        vt_prov_hex(want, 32, want_hex);
+        if (strcmp(want_hex, got.hex) != 0) {
+            vt_lines_addf(problems, "%s %s: sha256 %s: %s %s's RECORD lists %s", what, real, got.hex, d->name,
+                          d->version, want_hex);
+            return;
+        }
+        char sz[32];
+        snprintf(sz, sizeof sz, "%llu", (unsigned long long)size);
+        if (*r->size && strcmp(r->size, sz) != 0) {
+            vt_lines_addf(problems, "%s %s: %s bytes: %s %s's RECORD lists %s", what, real, sz, d->name, d->version,
+                          r->size);
+            return;
+        }
+        out->verified++;
+        return;
+    }
+    int in_site = 0;
+    for (int s = 0; s < n_sites && !in_site; s++)
+        in_site = under(real, real_sites[s]);
+    int is_required = 0;
+    if (module) {
+        size_t top = strcspn(module, ".");
+        for (const cJSON *q = required->child; q && !is_required; q = q->next)
+            is_required = cJSON_IsString(q) && strlen(q->valuestring) == top && strncmp(q->valuestring, module, top) == 0;
+    }
+    if (in_site || is_required)
+        vt_lines_addf(problems, "%s %s%s%s: in no distribution's RECORD: expected every %s file covered by its RECORD",
+                      what, real, module ? " of " : "", module ? module : "",
+                      is_required ? "required package's" : "site directory's");
+    else
+        vt_lines_addf(outside, "%s %s sha256 %s", what, real, got.hex);
+}
+
+static char **take(vt_lines *l, int *n)
+{
+    *n = l->n;
+    char **v = l->v;
+    l->v = NULL;
+    l->n = l->cap = 0;
+    return v;
+}
+
+int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    size_t len = 0;
+    int e = vt_prov_read_file(path, 64u << 20, &text, &len);
+    if (e)
+        return vt_error_set(err, VT_EINPUT, "%s: %s: expected a vt.imports/1 file", path, strerror(e));
+    cJSON *doc = vt_json_parse(text, len, path, err);
+    free(text);
+    if (!doc)
+        return VT_EINPUT;
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(doc, "sites");
+    const cJSON *required = cJSON_GetObjectItemCaseSensitive(doc, "required");
+    const cJSON *modules = cJSON_GetObjectItemCaseSensitive(doc, "modules");
+    const cJSON *objects = cJSON_GetObjectItemCaseSensitive(doc, "objects");
+    int rc = VT_OK;
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "vt.imports/1") != 0)
+        rc = vt_error_set(err, VT_EINPUT, "%s: schema: expected \"vt.imports/1\"", path);
+    else if (!cJSON_IsArray(sites) || !cJSON_IsArray(required) || !cJSON_IsArray(modules) || !cJSON_IsArray(objects))
+        rc = vt_error_set(err, VT_EINPUT, "%s: sites, required, modules, objects: expected four arrays", path);
+    int n_sites = rc ? 0 : cJSON_GetArraySize(sites);
+    char(*real_sites)[PATH_MAX] = rc ? NULL : calloc((size_t)n_sites + 1, PATH_MAX);
+    if (!rc && !real_sites)
+        rc = vt_error_set(err, VT_EINPUT, "out of memory");
+    rec_file *recs = NULL;
+    dist *dists = NULL;
+    int n_recs = 0, cap = 0, n_dists = 0, s = 0;
+    vt_lines problems = { 0 }, outside = { 0 };
+    for (const cJSON *x = rc ? NULL : sites->child; x && !rc; x = x->next, s++) {
+        if (!cJSON_IsString(x) || !realpath(x->valuestring, real_sites[s]))
+            rc = vt_error_set(err, VT_EINPUT, "%s: sites[%d]: expected an existing directory", path, s);
+        else
+            rc = read_site(real_sites[s], &recs, &n_recs, &cap, &dists, &n_dists, &problems, err);
+    }
+    if (!rc)
+        qsort(recs, (size_t)n_recs, sizeof *recs, cmp_rec);
+    for (int i = 1; !rc && i < n_recs; i++)
+        if (strcmp(recs[i].path, recs[i - 1].path) == 0 && recs[i].dist != recs[i - 1].dist)
+            vt_lines_addf(&problems, "%s: listed by both %s and %s: expected one owner", recs[i].path,
+                          dists[recs[i - 1].dist].record, dists[recs[i].dist].record);
+    int k = 0;
+    for (const cJSON *m = rc ? NULL : modules->child; m && !rc; m = m->next, k++) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name"), *p = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (!cJSON_IsString(name) || !cJSON_IsString(p))
+            rc = vt_error_set(err, VT_EINPUT, "%s: modules[%d]: expected {\"name\", \"path\"} strings", path, k);
+        else {
+            check_file("module", p->valuestring, name->valuestring, recs, n_recs, dists, real_sites, n_sites, required,
+                       out, &problems, &outside);
+            out->modules++;
+        }
+    }
+    k = 0;
+    for (const cJSON *o = rc ? NULL : objects->child; o && !rc; o = o->next, k++) {
+        if (!cJSON_IsString(o))
+            rc = vt_error_set(err, VT_EINPUT, "%s: objects[%d]: expected a path", path, k);
+        else {
+            check_file("object", o->valuestring, NULL, recs, n_recs, dists, real_sites, n_sites, required, out,
+                       &problems, &outside);
+            out->objects++;
+        }
+    }
+    vt_lines dl = { 0 };
+    for (int i = 0; !rc && i < n_dists; i++)
+        if (dists[i].used)
+            vt_lines_addf(&dl, "%s %s RECORD sha256 %s", dists[i].name ? dists[i].name : "?",
+                      dists[i].version ? dists[i].version : "?", dists[i].record_sha256.hex);
+    if (!rc && (problems.oom || outside.oom || dl.oom))
+        rc = vt_error_set(err, VT_EINPUT, "out of memory");
+    out->dists = take(&dl, &out->n_dists);
+    out->problems = take(&problems, &out->n_problems);
+    out->outside = take(&outside, &out->n_outside);
+    out->ok = !rc && out->n_problems == 0;
+    for (int i = 0; i < n_recs; i++) {
+        free(recs[i].path);
+        free(recs[i].hash);
+        free(recs[i].size);
+    }
+    free(recs);
+    for (int i = 0; i < n_dists; i++) {
+        free(dists[i].name);
+        free(dists[i].version);
+        free(dists[i].record);
+    }
+    free(dists);
+    free(real_sites);
+    cJSON_Delete(doc);
+    if (rc)
+        vt_imports_report_free(out);
+    return rc;
+}
