@@ -311,7 +311,7 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
  * follows, wherever the CPU runs it, named in the runner's identity;
  * VT_GGML_CPU_VARIANT=best is ggml's own choice; a variant that is not
  * there, or a name that is not one, is exit 2 and one line. */
-Test(kld_cli, the_oracles_cpu_variant_is_pinned_and_named, .timeout = 120)
+Test(kld_cli, the_oracles_cpu_variant_is_pinned_and_named)
 {
     make_dir();
     char model[256], out[8192], err[2048];
