@@ -145,7 +145,7 @@ static void check_export(const char *model, const char *sub, vt_st_dtype dtype)
     cJSON_Delete(cfg);
 }
 
-Test(export, weights_are_the_codecs_values_under_transformers_names, .timeout = 120)
+Test(export, weights_are_the_codecs_values_under_transformers_names)
 {
     make_dir();
     char model[256], err[1024];
@@ -166,7 +166,7 @@ Test(export, weights_are_the_codecs_values_under_transformers_names, .timeout = 
 
 /* The same model gives the same bytes; an existing export is kept unless
  * --overwrite; bad options and models are one line, exit 2. */
-Test(export, deterministic_no_clobber_and_refusals, .timeout = 120)
+Test(export, deterministic_no_clobber_and_refusals)
 {
     make_dir();
     char model[256], q35[256], err[1024];
