@@ -2,6 +2,7 @@
 #include "gpu_weights.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void *vt_gpu_store_alloc(vt_gpu_store *s, size_t bytes, vt_error *err)
 {
@@ -19,6 +20,24 @@ void *vt_gpu_store_alloc(vt_gpu_store *s, size_t bytes, vt_error *err)
     if (d)
         s->owned[s->n++] = d;
     return d;
+}
+
+void *vt_gpu_store_host(vt_gpu_store *s, size_t bytes, vt_error *err)
+{
+    if (s->n_pinned == s->cap_pinned) {
+        int cap = s->cap_pinned ? 2 * s->cap_pinned : 16;
+        void **p = realloc(s->pinned, (size_t)cap * sizeof *p);
+        if (!p) {
+            vt_error_set(err, VT_EINPUT, "gpu: out of memory");
+            return NULL;
+        }
+        s->pinned = p;
+        s->cap_pinned = cap;
+    }
+    void *h = vt_gpu_host_alloc(s->g, bytes, err);
+    if (h)
+        s->pinned[s->n_pinned++] = h;
+    return h;
 }
 
 int vt_gpu_store_mat(vt_gpu_store *s, const vt_mat *w, vt_gpu_mat *out, vt_error *err)
@@ -48,7 +67,28 @@ void vt_gpu_store_free(vt_gpu_store *s)
 {
     for (int i = 0; i < s->n; i++)
         vt_gpu_mfree(s->g, s->owned[i]);
+    for (int i = 0; i < s->n_pinned; i++)
+        vt_gpu_host_free(s->g, s->pinned[i]);
     free(s->owned);
-    s->owned = NULL;
-    s->n = s->cap = 0;
+    free(s->pinned);
+    s->owned = s->pinned = NULL;
+    s->n = s->cap = s->n_pinned = s->cap_pinned = 0;
+}
+
+int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, vt_error *err)
+{
+    if (n_rot % 2)
+        return vt_error_set(err, VT_EINPUT, "gpu: %lld rotated dimensions: expected an even count", (long long)n_rot);
+    const size_t bytes = 8 + (size_t)(max_tok * n_rot) * sizeof(float) + (size_t)max_tok * sizeof(int64_t);
+    st->n_rot = n_rot;
+    if (!(st->host = vt_gpu_store_host(s, bytes, err)) || !(st->dev = vt_gpu_store_alloc(s, bytes, err)))
+        return err->code;
+    return VT_OK;
+}
+
+int vt_gpu_step_upload(vt_gpu *g, const vt_gpu_step *st, int32_t pos, int64_t n_tok, vt_error *err)
+{
+    memcpy(st->host, &pos, sizeof pos);
+    const size_t bytes = 8 + (size_t)(n_tok * st->n_rot) * sizeof(float) + (size_t)n_tok * sizeof(int64_t);
+    return vt_gpu_to_device_async(g, st->dev, st->host, bytes, err);
 }

@@ -9,14 +9,39 @@
 
 typedef struct vt_gpu_store {
     vt_gpu *g;
-    void **owned;
-    int n, cap;
+    void **owned, **pinned; /* device allocations, page-locked host ones */
+    int n, cap, n_pinned, cap_pinned;
 } vt_gpu_store;
 
 void *vt_gpu_store_alloc(vt_gpu_store *s, size_t bytes, vt_error *err);
+void *vt_gpu_store_host(vt_gpu_store *s, size_t bytes, vt_error *err); /* page-locked host memory */
 int vt_gpu_store_mat(vt_gpu_store *s, const vt_mat *w, vt_gpu_mat *out, vt_error *err);
 int vt_gpu_store_vec(vt_gpu_store *s, const float *v, int64_t n, float **out, vt_error *err);
 /* Frees every allocation (the context itself stays the caller's). */
 void vt_gpu_store_free(vt_gpu_store *s);
+
+/* A batch's inputs, copied in one piece: its first position (int32, padded
+ * to 8 bytes), the RoPE angles of its n_tok tokens (n_rot floats each, n_rot
+ * even) and their ids (int64). The device reads the position from pos, so
+ * a captured decode step serves every position. */
+typedef struct vt_gpu_step {
+    uint8_t *host, *dev; /* page-locked host, device: the same layout */
+    int64_t n_rot;
+} vt_gpu_step;
+
+int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, vt_error *err);
+static inline float *vt_gpu_step_rope_host(const vt_gpu_step *st) { return (float *)(st->host + 8); }
+static inline int64_t *vt_gpu_step_ids_host(const vt_gpu_step *st, int64_t n_tok)
+{
+    return (int64_t *)(st->host + 8 + (size_t)(n_tok * st->n_rot) * sizeof(float));
+}
+static inline const int32_t *vt_gpu_step_pos(const vt_gpu_step *st) { return (const int32_t *)st->dev; }
+static inline const float *vt_gpu_step_rope(const vt_gpu_step *st) { return (const float *)(st->dev + 8); }
+static inline const int64_t *vt_gpu_step_ids(const vt_gpu_step *st, int64_t n_tok)
+{
+    return (const int64_t *)(st->dev + 8 + (size_t)(n_tok * st->n_rot) * sizeof(float));
+}
+/* Queues the copy of what the host side holds for n_tok tokens at pos. */
+int vt_gpu_step_upload(vt_gpu *g, const vt_gpu_step *st, int32_t pos, int64_t n_tok, vt_error *err);
 
 #endif

@@ -23,6 +23,7 @@ typedef cudaEvent_t hipEvent_t;
 typedef cudaGraph_t hipGraph_t;
 typedef cudaGraphExec_t hipGraphExec_t;
 typedef cudaDeviceProp hipDeviceProp_t;
+typedef cudaHostFn_t hipHostFn_t;
 
 #define hipSuccess cudaSuccess
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
@@ -53,6 +54,17 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphDestroy cudaGraphDestroy
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipLaunchHostFunc cudaLaunchHostFunc
+#define hipHostMalloc(p, n, f) cudaHostAlloc((p), (n), (f))
+#define hipHostMallocDefault cudaHostAllocDefault
+#define hipHostFree cudaFreeHost
 #else
 #error "engine/hip: expected hipcc (AMD) or nvcc (NVIDIA)"
 #endif

@@ -6,7 +6,8 @@
  *                  multiply-adds in element order, then (s0+s2)+(s1+s3) and
  *                  the 16-lane tree by shuffles, the tail as the CPU's; BF16
  *                  weights in ggml_vec_dot_bf16's (two 16-lane halves, double)
- *   RMSNorm        the sum of squares in double, in element order (one thread)
+ *   RMSNorm        the sum of squares in double, in element order (one thread,
+ *                  the squares made by all and read from shared memory)
  *   softmax        expf16 and tree16 of engine_math.h per 16 keys, the sums
  *                  added in double in key order
  *   V p            64 accumulators per output in key order, as kernels_kv.c
@@ -41,10 +42,12 @@ extern "C" {
 struct vt_gpu {
     int device;
     hipStream_t stream;
-    uint64_t launches, copies; /* kernels launched, host<->device copies: the benchmark's counts */
+    uint64_t launches, copies; /* host launches, host<->device copies: the benchmark's counts */
+    int capturing;             /* queued work is being recorded into a graph, not counted */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
+    uint64_t xq_generation;    /* bumped when xq moves: graphs naming the old one are stale */
     uint8_t *grids_buf;
     vt_iq_grids grids;
 };
@@ -63,7 +66,7 @@ static int fail(vt_error *err, hipError_t e, const char *what)
 
 #define LAUNCHED(what)                                                                              \
     do {                                                                                            \
-        g->launches++;                                                                              \
+        g->launches += !g->capturing;                                                               \
         TRY(hipGetLastError(), what);                                                               \
     } while (0)
 
@@ -150,6 +153,142 @@ extern "C" void vt_gpu_counts(const vt_gpu *g, uint64_t *launches, uint64_t *cop
     *copies = g->copies;
 }
 
+extern "C" void *vt_gpu_host_alloc(vt_gpu *g, size_t bytes, vt_error *err)
+{
+    void *p = NULL;
+    if (vt_gpu_bind(g->device, err))
+        return NULL;
+    hipError_t e = hipHostMalloc(&p, bytes ? bytes : 1, hipHostMallocDefault);
+    if (e != hipSuccess) {
+        fail(err, e, "hipHostMalloc");
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void vt_gpu_host_free(vt_gpu *g, void *p)
+{
+    if (p && hipSetDevice(g->device) == hipSuccess)
+        hipHostFree(p);
+}
+
+extern "C" int vt_gpu_to_host_async(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err)
+{
+    g->copies += !g->capturing;
+    TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_to_device_async(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err)
+{
+    g->copies += !g->capturing;
+    TRY(hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, g->stream), "hipMemcpyAsync to device");
+    return VT_OK;
+}
+
+#if defined(__HIP_PLATFORM_AMD__)
+/* Debian 12's HIP 5.2 runtime declares hipLaunchHostFunc but does not
+ * export it: its stream callback instead, which a capture may refuse. */
+typedef struct host_call {
+    void (*fn)(void *);
+    void *arg;
+} host_call;
+
+static void host_call_trampoline(hipStream_t stream, hipError_t status, void *p)
+{
+    (void)stream;
+    (void)status;
+    host_call *c = (host_call *)p;
+    c->fn(c->arg);
+    free(c);
+}
+
+extern "C" int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err)
+{
+    host_call *c = (host_call *)malloc(sizeof *c);
+    if (!c)
+        return vt_error_set(err, VT_EINPUT, "gpu: out of memory");
+    *c = (host_call){ fn, arg };
+    hipError_t e = hipStreamAddCallback(g->stream, host_call_trampoline, c, 0);
+    if (e != hipSuccess) {
+        free(c);
+        return fail(err, e, "hipStreamAddCallback");
+    }
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_host_calls_capture(void) { return 0; }
+#else
+extern "C" int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err)
+{
+    TRY(hipLaunchHostFunc(g->stream, (hipHostFn_t)fn, arg), "hipLaunchHostFunc");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_host_calls_capture(void) { return 1; }
+#endif
+
+/* ------------------------------------------------------------ graphs */
+
+struct vt_gpu_graph {
+    hipGraphExec_t exec;
+    uint64_t xq_generation;
+};
+
+extern "C" int vt_gpu_capture_begin(vt_gpu *g, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    /* Relaxed: the q8 products may still allocate their scratch. */
+    TRY(hipStreamBeginCapture(g->stream, hipStreamCaptureModeRelaxed), "hipStreamBeginCapture");
+    g->capturing = 1;
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_error *err)
+{
+    hipGraph_t graph = NULL;
+    g->capturing = 0;
+    *out = NULL;
+    hipError_t e = hipStreamEndCapture(g->stream, &graph);
+    if (rc == VT_OK && e != hipSuccess)
+        rc = fail(err, e, "hipStreamEndCapture");
+    vt_gpu_graph *x = NULL;
+    if (rc == VT_OK && !(x = (vt_gpu_graph *)calloc(1, sizeof *x)))
+        rc = vt_error_set(err, VT_EINPUT, "gpu: out of memory");
+    if (rc == VT_OK && (e = hipGraphInstantiateWithFlags(&x->exec, graph, 0)) != hipSuccess)
+        rc = fail(err, e, "hipGraphInstantiateWithFlags");
+    if (graph)
+        hipGraphDestroy(graph);
+    if (rc != VT_OK) {
+        free(x);
+        return rc;
+    }
+    x->xq_generation = g->xq_generation;
+    *out = x;
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_graph_launch(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
+{
+    g->launches++;
+    TRY(hipGraphLaunch(x->exec, g->stream), "hipGraphLaunch");
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_graph_valid(const vt_gpu *g, const vt_gpu_graph *x)
+{
+    return x && x->xq_generation == g->xq_generation;
+}
+
+extern "C" void vt_gpu_graph_free(vt_gpu *g, vt_gpu_graph *x)
+{
+    if (!x)
+        return;
+    if (hipSetDevice(g->device) == hipSuccess)
+        hipGraphExecDestroy(x->exec);
+    free(x);
+}
+
 /* The read bandwidth limit: every 16-byte word of a buffer far larger than
  * the L2 cache read once per pass; each thread folds what it read into one
  * word written out, so no read can be dropped. */
@@ -219,30 +358,36 @@ extern "C" int vt_gpu_wait(vt_gpu *g, vt_error *err)
 
 /* ------------------------------------------------------------ dots */
 
+/* Element i of a row decoded into shared memory with one pad float after
+ * each codec block of 2^s >= 32 elements (k_matvec), so that the lanes
+ * decoding blocks side by side write to distinct banks; NO_PAD: none. */
+#define NO_PAD 63
+__device__ static inline int64_t padded(int64_t i, int s) { return i + (i >> s); }
+
 /* The tail of ggml_vec_dot_f32 past the last 64 (kernels_dot.c's
  * vec_f32_finish), added to sum in one thread. */
-__device__ static float dot_tail(const float *a, const float *b, int64_t np, int64_t n, float sum)
+__device__ static float dot_tail(const float *a, int s, const float *b, int64_t np, int64_t n, float sum)
 {
     int64_t i = np;
     for (; i + 16 <= n; i += 16)
         for (int k = 0; k < 16; k++)
-            sum += a[i + k] * b[i + k];
+            sum += a[padded(i + k, s)] * b[i + k];
     if (i + 8 <= n)
         for (int k = 0; k < 8; k++, i++)
-            sum += a[i] * b[i];
+            sum += a[padded(i, s)] * b[i];
     for (; i < n; i++)
-        sum = fmaf(a[i], b[i], sum);
+        sum = fmaf(a[padded(i, s)], b[i], sum);
     return sum;
 }
 
-/* dot(a, b) by one warp (lane 0..31), the result in lane 0. */
-__device__ static float warp_dot_f32(const float *a, const float *b, int64_t n, int lane)
+/* dot(a, b) by one warp (lane 0..31), the result in lane 0; a padded by s. */
+__device__ static float warp_dot_f32(const float *a, int s, const float *b, int64_t n, int lane)
 {
     float sa = 0.0f, sb = 0.0f; /* partial sums lane and 32 + lane of 64 */
     const int64_t np = n & ~(int64_t)63;
     for (int64_t i = 0; i < np; i += 64) {
-        sa = fmaf(a[i + lane], b[i + lane], sa);
-        sb = fmaf(a[i + 32 + lane], b[i + 32 + lane], sb);
+        sa = fmaf(a[padded(i + lane, s)], b[i + lane], sa);
+        sb = fmaf(a[padded(i + 32 + lane, s)], b[i + 32 + lane], sb);
     }
     /* lane k < 16: s0k + s2k; lane 16 + k: s1k + s3k */
     float l = sa + sb;
@@ -252,18 +397,18 @@ __device__ static float warp_dot_f32(const float *a, const float *b, int64_t n, 
     l = l + SHFL_DOWN(l, 2, 32);
     float sum = l + SHFL_DOWN(l, 1, 32);
     if (lane == 0 && np < n)
-        sum = dot_tail(a, b, np, n, sum);
+        sum = dot_tail(a, s, b, np, n, sum);
     return sum;
 }
 
 /* ggml_vec_dot_bf16 (kernels_dot.c's dot_bf16_body) by one warp: lanes
  * 0..15 the first accumulator of 16, lanes 16..31 the second. */
-__device__ static float warp_dot_bf16(const float *a, const float *b, int64_t n, int lane)
+__device__ static float warp_dot_bf16(const float *a, int s, const float *b, int64_t n, int lane)
 {
     float c = 0.0f;
     const int64_t np = n & ~(int64_t)31;
     for (int64_t i = 0; i < np; i += 32)
-        c = fmaf(a[i + lane], b[i + lane], c);
+        c = fmaf(a[padded(i + lane, s)], b[i + lane], c);
     c = c + SHFL_DOWN(c, 8, 16);
     c = c + SHFL_DOWN(c, 4, 16);
     c = c + SHFL_DOWN(c, 2, 16);
@@ -272,7 +417,7 @@ __device__ static float warp_dot_bf16(const float *a, const float *b, int64_t n,
     double sum = 0.0 + (double)c;
     sum = (double)t2 + sum;
     for (int64_t i = np; i < n; i++)
-        sum += (double)(a[i] * b[i]);
+        sum += (double)(a[padded(i, s)] * b[i]);
     return (float)sum;
 }
 
@@ -289,16 +434,37 @@ __global__ static void k_embed(int type, const uint8_t *rows, size_t row_bytes, 
     }
 }
 
-/* One block per row; thread 0 sums in order, every thread scales. */
+/* The sum in double of sq[0..n) in element order, by one thread: the
+ * reads from shared memory run ahead of the chain of additions. */
+__device__ static double sum_in_order(const float *sq, int64_t n)
+{
+    double sum = 0.0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float v[8];
+        for (int k = 0; k < 8; k++)
+            v[k] = sq[i + k];
+        for (int k = 0; k < 8; k++)
+            sum += (double)v[k];
+    }
+    for (; i < n; i++)
+        sum += (double)sq[i];
+    return sum;
+}
+
+/* One block per row: every thread squares (the CPU's float products) into
+ * shared memory, thread 0 sums them in order, every thread scales. */
 __global__ static void k_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
+    extern __shared__ float sq[];
     __shared__ float scale_s;
     const float *xr = x + (int64_t)blockIdx.x * n;
     float *o = out + (int64_t)blockIdx.x * n;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        sq[i] = xr[i] * xr[i];
+    __syncthreads();
     if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            sum += (double)(xr[i] * xr[i]);
+        const double sum = sum_in_order(sq, n);
         const float mean = (float)(sum / (double)n);
         scale_s = 1.0f / sqrtf(mean + eps);
     }
@@ -327,24 +493,54 @@ __global__ static void k_matmul(int type, const uint8_t *data, size_t row_bytes,
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int64_t t = warp; t < n_tok; t += warps) {
-        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, x + t * cols, cols, lane)
-                                             : warp_dot_f32(row, x + t * cols, cols, lane);
+        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, NO_PAD, x + t * cols, cols, lane)
+                                             : warp_dot_f32(row, NO_PAD, x + t * cols, cols, lane);
+        if (lane == 0)
+            y[t * ldy + o] = r;
+    }
+}
+
+/* A decode step's product (a few tokens): one warp per output row, several
+ * rows a block. The lanes decode the row's codec blocks side by side into
+ * the warp's slice of shared memory (padded by s), then the warp takes the
+ * same dot as k_matmul with each token in turn. */
+#define MATVEC_MAX_TOK 4
+__global__ static void k_matvec(int type, const uint8_t *data, size_t row_bytes, int64_t rows, int64_t cols,
+                                int64_t block_elems, size_t block_bytes, int s, int64_t span, const float *x,
+                                int64_t n_tok, float *y, int64_t ldy, vt_iq_grids g)
+{
+    extern __shared__ float sh[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t o = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
+    if (o >= rows)
+        return; /* a whole warp: no block-wide barrier follows */
+    float *row = sh + warp * span;
+    const uint8_t *wr = data + (size_t)o * row_bytes;
+    const int64_t nb = cols / block_elems;
+    for (int64_t b = lane; b < nb; b += 32)
+        decode_block(type, wr + (size_t)b * block_bytes, row + padded(b * block_elems, s), &g);
+    VT_SYNCWARP();
+    for (int64_t t = 0; t < n_tok; t++) {
+        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, s, x + t * cols, cols, lane)
+                                             : warp_dot_f32(row, s, x + t * cols, cols, lane);
         if (lane == 0)
             y[t * ldy + o] = r;
     }
 }
 
 /* One block per (token, head): RMSNorm over the head, then NeoX RoPE. */
+#define VT_GPU_MAX_HEAD 512
 __global__ static void k_head_norm_rope(float *x, int n_head, int64_t hd, int64_t ld, const float *w, float eps,
                                         const float *cs, int64_t n_rot)
 {
-    __shared__ float scale_s;
+    __shared__ float scale_s, sq[VT_GPU_MAX_HEAD];
     const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
     float *v = x + t * ld + h * hd;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
+        sq[i] = v[i] * v[i];
+    __syncthreads();
     if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < hd; i++)
-            sum += (double)(v[i] * v[i]);
+        const double sum = sum_in_order(sq, hd);
         const float mean = (float)(sum / (double)hd);
         scale_s = 1.0f / sqrtf(mean + eps);
     }
@@ -376,9 +572,9 @@ __device__ static float cache_get(const vt_gpu_kv &kv, const void *cache, size_t
     return ((const float *)cache)[at];
 }
 
-__global__ static void k_kv_store(vt_gpu_kv kv, int layer, int32_t pos0, int64_t n_tok, const float *k,
-                                  const float *v)
+__global__ static void k_kv_store(vt_gpu_kv kv, int layer, int64_t n_tok, const float *k, const float *v)
 {
+    const int32_t pos0 = *kv.pos;
     const int64_t n = n_tok * kv.kv_dim;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = i / kv.kv_dim, d = i % kv.kv_dim;
@@ -390,10 +586,11 @@ __global__ static void k_kv_store(vt_gpu_kv kv, int layer, int32_t pos0, int64_t
 
 /* One block per (token, head), 4 warps. Shared: q (hd), one key row per
  * warp (4 hd), the scores (n_keys rounded up to 16), one sum per 16 keys. */
-__global__ static void k_attention(vt_gpu_kv kv, int layer, int32_t pos0, int n_head, int n_head_kv, int64_t hd,
+__global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, int64_t hd,
                                    const float *q, int64_t ldq, float *out, int64_t ldo)
 {
     extern __shared__ float sh[];
+    const int32_t pos0 = *kv.pos;
     const int64_t t = blockIdx.x / n_head;
     const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
     const int32_t n_keys = pos0 + (int32_t)t + 1;
@@ -412,7 +609,7 @@ __global__ static void k_attention(vt_gpu_kv kv, int layer, int32_t pos0, int n_
         for (int64_t d = lane; d < hd; d += 32)
             kw[d] = cache_get(kv, kv.k, at + (size_t)d);
         VT_SYNCWARP();
-        const float s = warp_dot_f32(kw, qs, hd, lane);
+        const float s = warp_dot_f32(kw, NO_PAD, qs, hd, lane);
         if (lane == 0)
             scores[j] = s * scale;
         VT_SYNCWARP();
@@ -566,7 +763,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
             s[i] *= decay;
         __syncthreads();
         for (int64_t j = warp; j < d; j += warps) {
-            const float p = warp_dot_f32(s + j * d, k, d, lane);
+            const float p = warp_dot_f32(s + j * d, NO_PAD, k, d, lane);
             if (lane == 0)
                 delta[j] = (v[j] - p) * b;
         }
@@ -575,7 +772,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
             s[i] = fmaf(k[i % d], delta[i / d], s[i]);
         __syncthreads();
         for (int64_t j = warp; j < d; j += warps) {
-            const float p = warp_dot_f32(s + j * d, q, d, lane);
+            const float p = warp_dot_f32(s + j * d, NO_PAD, q, d, lane);
             if (lane == 0)
                 o[t * ldo + h * d + j] = p * scale;
         }
@@ -631,7 +828,13 @@ extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const 
 {
     if (rows <= 0)
         return VT_OK;
-    k_rmsnorm<<<(unsigned)rows, 256, 0, g->stream>>>(out, x, w, n, eps);
+    const size_t shm = (size_t)n * sizeof(float);
+    if (shm > 96 * 1024)
+        return vt_error_set(err, VT_EINPUT, "gpu rmsnorm: rows of %lld: expected at most 24576", (long long)n);
+    if (shm > 48 * 1024)
+        TRY(hipFuncSetAttribute((const void *)k_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
+            "hipFuncSetAttribute");
+    k_rmsnorm<<<(unsigned)rows, 256, shm, g->stream>>>(out, x, w, n, eps);
     LAUNCHED("k_rmsnorm");
     return VT_OK;
 }
@@ -716,9 +919,16 @@ static int scratch(vt_gpu *g, size_t bytes, vt_error *err)
         TRY(hipFree(g->xq), "hipFree");
     g->xq = NULL;
     g->xq_cap = 0;
+    g->xq_generation++;
     TRY(hipMalloc((void **)&g->xq, bytes), "hipMalloc");
     g->xq_cap = bytes;
     return VT_OK;
+}
+
+extern "C" int vt_gpu_reserve(vt_gpu *g, size_t bytes, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    return scratch(g, bytes, err);
 }
 
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
@@ -763,6 +973,18 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         LAUNCHED("k_act_round");
         x = (const float *)g->xq;
     }
+    /* A few tokens: a warp per row, the row decoded by blocks side by side. */
+    const int s = c->block_elems >= 32 ? __builtin_ctzll((unsigned long long)c->block_elems) : NO_PAD;
+    const int64_t span = s == NO_PAD ? w->cols : w->cols + (w->cols >> s);
+    if (n_tok <= MATVEC_MAX_TOK && (size_t)span * sizeof(float) <= 48 * 1024) {
+        const int64_t per = (48 * 1024) / (span * (int64_t)sizeof(float));
+        const int warps = per > 8 ? 8 : (int)per;
+        k_matvec<<<(unsigned)((w->rows + warps - 1) / warps), 32 * warps, (size_t)(warps * span) * sizeof(float),
+                   g->stream>>>(w->type, w->data, w->row_bytes, w->rows, w->cols, c->block_elems, c->block_bytes, s,
+                                span, x, n_tok, y, ldy, g->grids);
+        LAUNCHED("k_matvec");
+        return VT_OK;
+    }
     const size_t shm = (size_t)w->cols * sizeof(float);
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_matmul, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
@@ -776,6 +998,9 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
 extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld,
                                      const float *w, float eps, const float *cs, int64_t n_rot, vt_error *err)
 {
+    if (hd > VT_GPU_MAX_HEAD)
+        return vt_error_set(err, VT_EINPUT, "gpu rope: heads of %lld: expected at most %d", (long long)hd,
+                            VT_GPU_MAX_HEAD);
     if (n_rot < 0 || n_rot > hd || n_rot % 2)
         return vt_error_set(err, VT_EINPUT, "gpu rope: %lld rotated of %lld: expected an even count <= head size",
                             (long long)n_rot, (long long)hd);
@@ -784,28 +1009,28 @@ extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_h
     return VT_OK;
 }
 
-extern "C" int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok,
-                               const float *k, const float *v, vt_error *err)
+extern "C" int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, const float *k,
+                               const float *v, vt_error *err)
 {
-    k_kv_store<<<grid_for(n_tok * kv->kv_dim, 256), 256, 0, g->stream>>>(*kv, layer, pos0, n_tok, k, v);
+    k_kv_store<<<grid_for(n_tok * kv->kv_dim, 256), 256, 0, g->stream>>>(*kv, layer, n_tok, k, v);
     LAUNCHED("k_kv_store");
     return VT_OK;
 }
 
-extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, int n_head,
-                                int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out, int64_t ldo,
-                                vt_error *err)
+extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok,
+                                int n_head, int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out,
+                                int64_t ldo, vt_error *err)
 {
-    const int64_t n16 = ((int64_t)pos0 + n_tok + 15) / 16 * 16;
+    const int64_t n16 = ((int64_t)keys_max + 15) / 16 * 16;
     const size_t shm = (size_t)(5 * hd + n16 + n16 / 16) * sizeof(float);
     if (shm > 96 * 1024)
         return vt_error_set(err, VT_EINPUT, "gpu attention: %lld keys: expected at most about 20000",
-                            (long long)(pos0 + n_tok));
+                            (long long)keys_max);
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_attention, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
             "hipFuncSetAttribute");
-    k_attention<<<(unsigned)(n_tok * n_head), 128, shm, g->stream>>>(*kv, layer, pos0, n_head, n_head_kv, hd, q, ldq,
-                                                                      out, ldo);
+    k_attention<<<(unsigned)(n_tok * n_head), 128, shm, g->stream>>>(*kv, layer, n_head, n_head_kv, hd, q, ldq, out,
+                                                                      ldo);
     LAUNCHED("k_attention");
     return VT_OK;
 }

@@ -17,7 +17,9 @@
  * the CPU's order (ops.hip); the few values qwen35.c takes from the C
  * library's expf and logf (beta, the decay, the attention gate's sigmoid:
  * n_v_heads and n_head * head_dim per token) are computed on the host by the
- * same functions and copied over. */
+ * same functions, in stream order: a copy to page-locked memory, a host
+ * call, a copy back, all queued (and so captured into production mode's
+ * decode graph with the kernels). */
 #include "gpu_weights.h"
 #include "vt_gpu.h"
 
@@ -53,14 +55,24 @@ struct vt_gpu_qwen35 {
     vt_gpu_kv kv;
     float *conv_state, *delta_state; /* device, F32 */
     size_t conv_state_bytes, delta_state_bytes;
-    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *gg, *o, *ffg, *ffu, *rope,
+    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *gg, *o, *ffg, *ffu,
         *logits;
-    int64_t *ids;
-    float *rope_host, *beta_host, *g_host, *gate_host; /* host sides of the libm steps */
+    vt_gpu_step step;                         /* ids, position, angles */
+    float *beta_host, *g_host, *gate_host;    /* page-locked: host sides of the libm steps */
     float *decay; /* device: exp of the log decay, per token and value head */
-    int64_t *ids_host;
-    vt_gpu_store store; /* every device allocation */
+    struct host_step *host_steps;             /* per layer: eager's, then the graph's */
+    int production;
+    vt_gpu_graph *decode;
+    vt_gpu_store store; /* every device and page-locked allocation */
 };
+
+/* The arguments of one layer's host call (they must outlive the queue, and
+ * the graph's replays: eager and captured steps have their own). */
+typedef struct host_step {
+    vt_gpu_qwen35 *m;
+    const gpu_layer *L;
+    int64_t n_tok;
+} host_step;
 
 static int load(vt_gpu_qwen35 *m, vt_error *err)
 {
@@ -112,27 +124,34 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     const size_t C = (size_t)m->conv_dim, V = (size_t)m->value_dim, nv = (size_t)hp->n_v_heads;
     const size_t d = (size_t)hp->d_state, nrec = (size_t)hp->n_recurrent;
     float **bufs[] = { &m->x,  &m->xn,   &m->proj, &m->qfull, &m->q,    &m->qgate, &m->kb,  &m->vb,  &m->att,
-                       &m->qkv, &m->conv, &m->z,    &m->beta,  &m->gg,   &m->o,     &m->ffg, &m->ffu, &m->rope };
-    const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F, (size_t)hp->n_rot };
+                       &m->qkv, &m->conv, &m->z,    &m->beta,  &m->gg,   &m->o,     &m->ffg, &m->ffu };
+    const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
-    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
-        !(m->ids = vt_gpu_store_alloc(&m->store, B * sizeof(int64_t), err)))
+    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)))
         return err->code;
+    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, hp->n_rot, err);
+    /* q8: the widest activation of a batch, in F32 (more than its blocks) */
+    size_t wide = E > F ? E : F;
+    wide = wide > 2 * qd ? wide : 2 * qd;
+    wide = wide > C ? wide : C;
+    wide = wide > V ? wide : V;
+    if (rc == VT_OK && vt_gpu_matmul_of(m->g) == VT_MATMUL_Q8)
+        rc = vt_gpu_reserve(m->g, B * wide * sizeof(float), err);
+    if (rc)
+        return rc;
     m->conv_state_bytes = (nrec * C * (size_t)(hp->d_conv - 1) + 1) * sizeof(float);
     m->delta_state_bytes = (nrec * nv * d * d + 1) * sizeof(float);
     if (!(m->conv_state = vt_gpu_store_alloc(&m->store, m->conv_state_bytes, err)) ||
         !(m->delta_state = vt_gpu_store_alloc(&m->store, m->delta_state_bytes, err)))
         return err->code;
-    m->rope_host = malloc(B * (size_t)hp->n_rot * sizeof(float));
-    m->ids_host = malloc(B * sizeof(int64_t));
-    m->beta_host = malloc(B * nv * sizeof(float));
-    m->g_host = malloc(B * nv * sizeof(float));
-    m->gate_host = malloc(B * qd * sizeof(float));
-    if (!(m->decay = vt_gpu_store_alloc(&m->store, B * nv * sizeof(float), err)))
+    if (!(m->beta_host = vt_gpu_store_host(&m->store, B * nv * sizeof(float), err)) ||
+        !(m->g_host = vt_gpu_store_host(&m->store, B * nv * sizeof(float), err)) ||
+        !(m->gate_host = vt_gpu_store_host(&m->store, B * qd * sizeof(float), err)) ||
+        !(m->decay = vt_gpu_store_alloc(&m->store, B * nv * sizeof(float), err)))
         return err->code;
-    if (!m->rope_host || !m->ids_host || !m->beta_host || !m->g_host || !m->gate_host)
+    if (!(m->host_steps = calloc(2 * (size_t)hp->n_layer, sizeof *m->host_steps)))
         return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
     const int32_t n_attn = hp->n_layer - hp->n_recurrent;
     const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
@@ -145,7 +164,7 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
         !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
-    m->kv = (vt_gpu_kv){ .k = k, .v = v, .dtype = (int)dtype, .n_layer = n_attn, .n_ctx = m->n_ctx,
+    m->kv = (vt_gpu_kv){ .k = k, .v = v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype, .n_layer = n_attn, .n_ctx = m->n_ctx,
                          .kv_dim = (int64_t)kvd, .fp8_table = dtable };
     return VT_OK;
 }
@@ -182,6 +201,7 @@ vt_gpu_qwen35 *vt_gpu_qwen35_open(int device, const vt_runner_settings *s, vt_er
     vt_qwen35_resolved(m->cpu, &r);
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;
+    m->production = r.mode == VT_MODE_PRODUCTION;
     if (load(m, err) || allocate(m, r.cache_dtype, err) || zero_states(m, err)) {
         vt_gpu_qwen35_close(m);
         return NULL;
@@ -194,15 +214,12 @@ void vt_gpu_qwen35_close(vt_gpu_qwen35 *m)
     if (!m)
         return;
     if (m->g) {
+        vt_gpu_graph_free(m->g, m->decode);
         vt_gpu_store_free(&m->store);
         vt_gpu_close(m->g);
     }
     free(m->layers);
-    free(m->rope_host);
-    free(m->ids_host);
-    free(m->beta_host);
-    free(m->g_host);
-    free(m->gate_host);
+    free(m->host_steps);
     vt_qwen35_close(m->cpu);
     free(m);
 }
@@ -230,8 +247,32 @@ void vt_gpu_qwen35_resolved(const vt_gpu_qwen35 *m, vt_runner_settings *out)
     if ((rc = (call)))                                                                              \
         return rc;
 
+/* beta = sigmoid(beta), decay = exp(softplus(alpha + dt_bias) * a): the
+ * host's part of a delta-net layer (qwen35.c's functions), in place. */
+static void delta_gates_on_host(void *arg)
+{
+    const host_step *h = arg;
+    const vt_gpu_qwen35 *m = h->m;
+    const int64_t nv = m->hp.n_v_heads;
+    for (int64_t t = 0; t < h->n_tok; t++)
+        for (int64_t k = 0; k < nv; k++) {
+            float *b = m->beta_host + t * nv + k, *lg = m->g_host + t * nv + k;
+            *b = vt_sigmoid(*b);
+            *lg = expf(vt_q35_softplus(*lg + h->L->dt_bias[k]) * h->L->ssm_a[k]);
+        }
+}
+
+/* The attention gate's sigmoid, in place. */
+static void attention_gate_on_host(void *arg)
+{
+    const host_step *h = arg;
+    const int64_t n = h->n_tok * (int64_t)h->m->hp.n_head * h->m->hp.head_dim;
+    for (int64_t i = 0; i < n; i++)
+        h->m->gate_host[i] = vt_sigmoid(h->m->gate_host[i]);
+}
+
 /* xn -> proj through the gated delta net of layer L. */
-static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
+static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, host_step *hs, vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -252,16 +293,12 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
      *    exp(softplus(alpha + dt_bias) * a), on the host with qwen35.c's
      *    functions (the C library's expf and logf). */
     STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, (int)(2 * m->key_dim / d), d, hp->rms_eps, err))
-    STEP(vt_gpu_to_host(g, m->beta_host, m->beta, (size_t)(n_tok * nv) * sizeof(float), err))
-    STEP(vt_gpu_to_host(g, m->g_host, m->gg, (size_t)(n_tok * nv) * sizeof(float), err))
-    for (int64_t t = 0; t < n_tok; t++)
-        for (int64_t h = 0; h < nv; h++) {
-            float *b = m->beta_host + t * nv + h, *lg = m->g_host + t * nv + h;
-            *b = vt_sigmoid(*b);
-            *lg = expf(vt_q35_softplus(*lg + L->dt_bias[h]) * L->ssm_a[h]);
-        }
-    STEP(vt_gpu_to_device(g, m->beta, m->beta_host, (size_t)(n_tok * nv) * sizeof(float), err))
-    STEP(vt_gpu_to_device(g, m->decay, m->g_host, (size_t)(n_tok * nv) * sizeof(float), err))
+    *hs = (host_step){ .m = m, .L = L, .n_tok = n_tok };
+    STEP(vt_gpu_to_host_async(g, m->beta_host, m->beta, (size_t)(n_tok * nv) * sizeof(float), err))
+    STEP(vt_gpu_to_host_async(g, m->g_host, m->gg, (size_t)(n_tok * nv) * sizeof(float), err))
+    STEP(vt_gpu_host_call(g, delta_gates_on_host, hs, err))
+    STEP(vt_gpu_to_device_async(g, m->beta, m->beta_host, (size_t)(n_tok * nv) * sizeof(float), err))
+    STEP(vt_gpu_to_device_async(g, m->decay, m->g_host, (size_t)(n_tok * nv) * sizeof(float), err))
     /* d. The gated delta rule. */
     STEP(vt_gpu_delta_rule(g, dstate, d, m->conv, C, m->key_dim, hp->n_k_heads, m->decay, m->beta, nv, n_tok, m->o,
                            V, err))
@@ -272,7 +309,8 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
 }
 
 /* xn -> proj through the gated attention of layer L. */
-static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
+static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, int32_t keys_max, host_step *hs,
+                           vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -282,43 +320,40 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
     STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
     STEP(vt_gpu_split_qgate(g, m->qfull, n_tok, hp->n_head, hd, m->q, m->qgate, err))
-    STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, hp->n_rot, err))
-    STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, hp->n_rot,
+    STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, vt_gpu_step_rope(&m->step), hp->n_rot, err))
+    STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, vt_gpu_step_rope(&m->step), hp->n_rot,
                                err))
-    STEP(vt_gpu_kv_store(g, &m->kv, L->slot, m->n_past, n_tok, m->kb, m->vb, err))
-    STEP(vt_gpu_attention(g, &m->kv, L->slot, m->n_past, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
+    STEP(vt_gpu_kv_store(g, &m->kv, L->slot, n_tok, m->kb, m->vb, err))
+    STEP(vt_gpu_attention(g, &m->kv, L->slot, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
                           err))
     /* times sigmoid(gate), the sigmoid on the host (the C library's expf) */
-    STEP(vt_gpu_to_host(g, m->gate_host, m->qgate, (size_t)(n_tok * qd) * sizeof(float), err))
-    for (int64_t i = 0; i < n_tok * qd; i++)
-        m->gate_host[i] = vt_sigmoid(m->gate_host[i]);
-    STEP(vt_gpu_to_device(g, m->qgate, m->gate_host, (size_t)(n_tok * qd) * sizeof(float), err))
+    *hs = (host_step){ .m = m, .L = L, .n_tok = n_tok };
+    STEP(vt_gpu_to_host_async(g, m->gate_host, m->qgate, (size_t)(n_tok * qd) * sizeof(float), err))
+    STEP(vt_gpu_host_call(g, attention_gate_on_host, hs, err))
+    STEP(vt_gpu_to_device_async(g, m->qgate, m->gate_host, (size_t)(n_tok * qd) * sizeof(float), err))
     STEP(vt_gpu_mul(g, m->att, m->qgate, n_tok * qd, err))
     STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
     return VT_OK;
 }
 
-static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
-                         float *logits, vt_error *err)
+/* The kernels and host calls of one batch (its inputs in m->step); the
+ * logits of rows [out0, out0 + n_out) into m->logits. hs: the layers' host
+ * call arguments for this kind of step; keys_max as qwen3_gpu.c's. */
+static int enqueue_batch(vt_gpu_qwen35 *m, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max,
+                         host_step *hs, vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff, V = hp->n_vocab, nr = hp->n_rot;
+    const int64_t E = hp->n_embd, F = hp->n_ff, V = hp->n_vocab;
     int rc;
-    /* 1. Embeddings; RoPE angles of the batch's positions (the CPU's). */
-    for (int64_t t = 0; t < n_tok; t++) {
-        const int32_t p = m->n_past + (int32_t)t, pos[4] = { p, p, p, p };
-        m->ids_host[t] = tokens[t];
-        vt_q35_rope_angles(m->rope_host + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
-    }
-    STEP(vt_gpu_to_device(g, m->ids, m->ids_host, (size_t)n_tok * sizeof(int64_t), err))
-    STEP(vt_gpu_to_device(g, m->rope, m->rope_host, (size_t)(n_tok * nr) * sizeof(float), err))
-    STEP(vt_gpu_embed(g, &m->embd, m->ids, n_tok, m->x, err))
+    /* 1. Embeddings. */
+    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
         /* 2. Token mixing on the RMSNormed stream; residual add. */
         STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps, err))
-        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, err) : attention_mixer(m, L, n_tok, err))
+        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, &hs[l], err)
+                          : attention_mixer(m, L, n_tok, keys_max, &hs[l], err))
         STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
         /* 3. Feed-forward on the post-attention RMSNorm. */
         STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->post_norm, n_tok, E, hp->rms_eps, err))
@@ -328,13 +363,53 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
         STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))
         STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
     }
-    m->n_past += (int32_t)n_tok;
     if (n_out <= 0)
-        return vt_gpu_wait(g, err);
+        return VT_OK;
     /* 4. Final RMSNorm and the output head for the rows asked for. */
     STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
-    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * V) * sizeof(float), err);
+    return VT_OK;
+}
+
+/* One batch at positions n_past ..; as qwen3_gpu.c's (production decode
+ * steps through the graph captured at the first). */
+static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
+                         float *logits, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen35_hparams *hp = &m->hp;
+    const int64_t nr = hp->n_rot;
+    float *rope = vt_gpu_step_rope_host(&m->step);
+    int64_t *ids = vt_gpu_step_ids_host(&m->step, n_tok);
+    /* 1. RoPE angles of the batch's positions (the CPU's), the ids. */
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int32_t p = m->n_past + (int32_t)t, pos[4] = { p, p, p, p };
+        ids[t] = tokens[t];
+        vt_q35_rope_angles(rope + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
+    }
+    int rc = vt_gpu_step_upload(g, &m->step, m->n_past, n_tok, err);
+    host_step *eager = m->host_steps, *captured = m->host_steps + hp->n_layer;
+    if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
+        vt_gpu_host_calls_capture()) {
+        if (!vt_gpu_graph_valid(g, m->decode)) {
+            vt_gpu_graph_free(g, m->decode);
+            m->decode = NULL;
+            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK)
+                rc = vt_gpu_capture_end(g, enqueue_batch(m, 1, 0, 1, m->n_ctx, captured, err), &m->decode, err);
+        }
+        if (rc == VT_OK)
+            rc = vt_gpu_graph_launch(g, m->decode, err);
+    } else if (rc == VT_OK)
+        rc = enqueue_batch(m, n_tok, out0, n_out, m->n_past + (int32_t)n_tok, eager, err);
+    if (rc) {
+        vt_error ignored;
+        vt_gpu_wait(g, &ignored); /* the queued host calls read m: let them finish */
+        return rc;
+    }
+    m->n_past += (int32_t)n_tok;
+    if (n_out <= 0)
+        return vt_gpu_wait(g, err);
+    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * hp->n_vocab) * sizeof(float), err);
 }
 
 int vt_gpu_qwen35_eval(vt_gpu_qwen35 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits,

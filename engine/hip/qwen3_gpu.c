@@ -8,8 +8,11 @@
  *   final RMSNorm -> output head -> logits, copied to the host
  * The CPU engine opens and checks the file (vt_qwen3_open); the tensors it
  * loaded (qwen3_model.h) are copied to device memory in their codecs. RoPE's angles are the CPU's
- * (vt_rope_angles, the C library's cosf and sinf), copied per batch. Every
- * buffer is allocated at open. Each product is the CPU's: --matmul exact
+ * (vt_rope_angles, the C library's cosf and sinf), copied per batch with
+ * the ids and the position (gpu_weights.h's vt_gpu_step). Every buffer is
+ * allocated at open. Production mode runs each decode step (one token, its
+ * logits) as one captured graph of the same kernels; eager mode launches
+ * them one by one. Each product is the CPU's: --matmul exact
  * the dot of the decoded weight row with the F32 activation in the CPU's
  * order, --matmul q8 the activation through the weight's dot type and the
  * integer block products of codec_intdot.h; so the logits are the CPU
@@ -38,10 +41,10 @@ struct vt_gpu_qwen3 {
     float *output_norm;
     gpu_layer *layers;
     vt_gpu_kv kv;
-    float *x, *xn, *q, *kb, *vb, *att, *proj, *gate, *up, *rope, *logits; /* device */
-    int64_t *ids;                                                        /* device */
-    float *rope_host;
-    int64_t *ids_host;
+    float *x, *xn, *q, *kb, *vb, *att, *proj, *gate, *up, *logits; /* device */
+    vt_gpu_step step;                                              /* ids, position, angles */
+    int production;                                                /* decode steps as a graph */
+    vt_gpu_graph *decode;                                          /* captured at the first */
     vt_gpu_store store; /* every device allocation */
 };
 
@@ -83,18 +86,20 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     const vt_qwen3_hparams *hp = &m->hp;
     const size_t B = (size_t)m->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
     const size_t hd = (size_t)hp->head_dim, qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
-    float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up, &m->rope };
-    const size_t widths[] = { E, E, qd, kvd, kvd, qd, E, F, F, hd };
+    float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up };
+    const size_t widths[] = { E, E, qd, kvd, kvd, qd, E, F, F };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
-    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)) ||
-        !(m->ids = vt_gpu_store_alloc(&m->store, B * sizeof(int64_t), err)))
+    if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)))
         return err->code;
-    m->rope_host = malloc(B * hd * sizeof(float));
-    m->ids_host = malloc(B * sizeof(int64_t));
-    if (!m->rope_host || !m->ids_host)
-        return vt_error_set(err, VT_EINPUT, "gpu qwen3: out of memory");
+    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, (int64_t)hd, err);
+    /* q8: the widest activation of a batch, in F32 (more than its blocks) */
+    const size_t wide = E > F ? (E > qd ? E : qd) : (F > qd ? F : qd);
+    if (rc == VT_OK && vt_gpu_matmul_of(m->g) == VT_MATMUL_Q8)
+        rc = vt_gpu_reserve(m->g, B * wide * sizeof(float), err);
+    if (rc)
+        return rc;
     const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
     const size_t cells = (size_t)hp->n_layer * (size_t)m->n_ctx * kvd;
     float table[256];
@@ -104,7 +109,7 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(m->kv.k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(m->kv.v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
         !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
-    m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .dtype = (int)dtype, .n_layer = hp->n_layer,
+    m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype, .n_layer = hp->n_layer,
                          .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd, .fp8_table = dtable };
     return VT_OK;
 }
@@ -127,6 +132,7 @@ vt_gpu_qwen3 *vt_gpu_qwen3_open(int device, const vt_runner_settings *s, vt_erro
     vt_qwen3_resolved(m->cpu, &r);
     m->n_ctx = r.n_ctx;
     m->n_batch = r.n_batch;
+    m->production = r.mode == VT_MODE_PRODUCTION;
     if (load(m, err) || allocate(m, r.cache_dtype, err)) {
         vt_gpu_qwen3_close(m);
         return NULL;
@@ -139,12 +145,11 @@ void vt_gpu_qwen3_close(vt_gpu_qwen3 *m)
     if (!m)
         return;
     if (m->g) {
+        vt_gpu_graph_free(m->g, m->decode);
         vt_gpu_store_free(&m->store);
         vt_gpu_close(m->g);
     }
     free(m->layers);
-    free(m->rope_host);
-    free(m->ids_host);
     vt_qwen3_close(m->cpu);
     free(m);
 }
@@ -163,29 +168,24 @@ void vt_gpu_qwen3_resolved(const vt_gpu_qwen3 *m, vt_runner_settings *out)
     out->n_threads = 1; /* one host thread drives the device */
 }
 
-/* One batch of n_tok tokens at positions n_past ..; the logits of batch rows
- * [out0, out0 + n_out) copied to logits. */
-static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
-                         float *logits, vt_error *err)
+/* The kernels of one batch of n_tok tokens (its inputs in m->step): the
+ * logits of batch rows [out0, out0 + n_out) into m->logits. keys_max:
+ * the most keys attention sees (the context for a captured step). */
+static int enqueue_batch(vt_gpu_qwen3 *m, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max,
+                         vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen3_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim, V = hp->n_vocab;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
-    const int32_t pos0 = m->n_past;
+    const float *rope = vt_gpu_step_rope(&m->step);
     int rc;
 #define STEP(call)                                                                                  \
     if ((rc = (call)))                                                                              \
         return rc;
 
-    /* 1. Embeddings, and the RoPE angles of the batch's positions. */
-    for (int64_t t = 0; t < n_tok; t++) {
-        m->ids_host[t] = tokens[t];
-        vt_rope_angles(m->rope_host + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
-    }
-    STEP(vt_gpu_to_device(g, m->ids, m->ids_host, (size_t)n_tok * sizeof(int64_t), err))
-    STEP(vt_gpu_to_device(g, m->rope, m->rope_host, (size_t)(n_tok * hd) * sizeof(float), err))
-    STEP(vt_gpu_embed(g, &m->embd, m->ids, n_tok, m->x, err))
+    /* 1. Embeddings. */
+    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
@@ -196,11 +196,12 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
         STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
         /* 4. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
-        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, m->rope, hd, err))
-        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, m->rope, hd, err))
-        STEP(vt_gpu_kv_store(g, &m->kv, l, pos0, n_tok, m->kb, m->vb, err))
+        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, rope, hd, err))
+        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, rope, hd, err))
+        STEP(vt_gpu_kv_store(g, &m->kv, l, n_tok, m->kb, m->vb, err))
         /* 5. Causal grouped-query attention. */
-        STEP(vt_gpu_attention(g, &m->kv, l, pos0, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd, err))
+        STEP(vt_gpu_attention(g, &m->kv, l, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
+                              err))
         /* 6. Output projection, residual add. */
         STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
         STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
@@ -212,14 +213,49 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))
         STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
     }
-    m->n_past += (int32_t)n_tok;
     if (n_out <= 0)
-        return vt_gpu_wait(g, err);
+        return VT_OK;
     /* 8. Final RMSNorm and the output head for the rows asked for. */
     STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
-    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * V) * sizeof(float), err);
+    return VT_OK;
 #undef STEP
+}
+
+/* One batch at positions n_past ..; the logits of rows [out0, out0 + n_out)
+ * copied to logits. A production decode step (one token, its logits) runs
+ * as the graph captured at the first such step. */
+static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
+                         float *logits, vt_error *err)
+{
+    vt_gpu *g = m->g;
+    const vt_qwen3_hparams *hp = &m->hp;
+    const int64_t hd = hp->head_dim;
+    const int32_t pos0 = m->n_past;
+    float *rope = vt_gpu_step_rope_host(&m->step);
+    int64_t *ids = vt_gpu_step_ids_host(&m->step, n_tok);
+    for (int64_t t = 0; t < n_tok; t++) {
+        ids[t] = tokens[t];
+        vt_rope_angles(rope + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
+    }
+    int rc = vt_gpu_step_upload(g, &m->step, pos0, n_tok, err);
+    if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX) {
+        if (!vt_gpu_graph_valid(g, m->decode)) {
+            vt_gpu_graph_free(g, m->decode);
+            m->decode = NULL;
+            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK)
+                rc = vt_gpu_capture_end(g, enqueue_batch(m, 1, 0, 1, m->n_ctx, err), &m->decode, err);
+        }
+        if (rc == VT_OK)
+            rc = vt_gpu_graph_launch(g, m->decode, err);
+    } else if (rc == VT_OK)
+        rc = enqueue_batch(m, n_tok, out0, n_out, pos0 + (int32_t)n_tok, err);
+    if (rc)
+        return rc;
+    m->n_past += (int32_t)n_tok;
+    if (n_out <= 0)
+        return vt_gpu_wait(g, err);
+    return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * hp->n_vocab) * sizeof(float), err);
 }
 
 int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits, vt_error *err)

@@ -77,8 +77,42 @@ void vt_gpu_mfree(vt_gpu *g, void *p);
 int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err);
 int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err); /* waits */
 int vt_gpu_wait(vt_gpu *g, vt_error *err);
-/* Kernels launched and host<->device copies made through g so far. */
+/* Launches from the host (a kernel, or a whole captured graph: one) and
+ * host<->device copies made through g so far. */
 void vt_gpu_counts(const vt_gpu *g, uint64_t *launches, uint64_t *copies);
+
+/* Page-locked host memory (the only kind a captured copy may use). */
+void *vt_gpu_host_alloc(vt_gpu *g, size_t bytes, vt_error *err);
+void vt_gpu_host_free(vt_gpu *g, void *p);
+/* Copies queued on the stream, not waited for: host must stay untouched
+ * until vt_gpu_wait (or a later waiting copy) returns. */
+int vt_gpu_to_host_async(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err);
+int vt_gpu_to_device_async(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err);
+/* fn(arg) on the host, in stream order (the CPU's math on values the GPU
+ * made, between two kernels). */
+int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err);
+/* Whether a graph capture records host calls (else a step with them runs
+ * eagerly): yes through hipLaunchHostFunc (CUDA, newer HIP). */
+int vt_gpu_host_calls_capture(void);
+/* Scratch of the q8 products made ready for bytes, so that no later
+ * product (one captured into a graph among them) allocates. */
+int vt_gpu_reserve(vt_gpu *g, size_t bytes, vt_error *err);
+
+/* Production mode's decode step as one graph: what is queued between
+ * capture_begin and capture_end is recorded, not run; graph_launch runs it
+ * (the same kernels, arguments and order, so the same bits). A graph is
+ * valid while the buffers it names are: vt_gpu_graph_valid says no after
+ * the scratch was reallocated. capture_end with rc != VT_OK drops what was
+ * recorded and returns rc. */
+typedef struct vt_gpu_graph vt_gpu_graph;
+/* The longest context a captured step serves (its attention's shared
+ * memory is sized for the whole context); longer ones decode eagerly. */
+#define VT_GPU_GRAPH_MAX_CTX 16384
+int vt_gpu_capture_begin(vt_gpu *g, vt_error *err);
+int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_error *err);
+int vt_gpu_graph_launch(vt_gpu *g, vt_gpu_graph *x, vt_error *err);
+int vt_gpu_graph_valid(const vt_gpu *g, const vt_gpu_graph *x);
+void vt_gpu_graph_free(vt_gpu *g, vt_gpu_graph *x);
 /* The device's read bandwidth (bytes per second): the best of passes timed
  * reads of a bytes-sized buffer (after one untimed pass). */
 int vt_gpu_read_bandwidth(int device, size_t bytes, int passes, double *bytes_per_s, vt_error *err);
@@ -104,9 +138,12 @@ int vt_gpu_matmul_of(const vt_gpu *g);
  * shared with the GPU yet. */
 int vt_gpu_matmul_supported(int type, int matmul, vt_error *err);
 
-/* The KV cache: n_layer x n_ctx x kv_dim elements of K and of V. */
+/* The KV cache: n_layer x n_ctx x kv_dim elements of K and of V. The
+ * batch's first position is read on the device from *pos, so that one
+ * captured decode step serves every position. */
 typedef struct vt_gpu_kv {
     void *k, *v;
+    const int32_t *pos;
     int dtype; /* VT_CACHE_F32, VT_CACHE_BF16 or VT_CACHE_FP8_E4M3 (runner.h) */
     int32_t n_layer, n_ctx;
     int64_t kv_dim;
@@ -129,11 +166,13 @@ int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok,
  * first n_rot dimensions of each head. */
 int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld, const float *w,
                           float eps, const float *cs, int64_t n_rot, vt_error *err);
-/* K and V rows of n_tok tokens stored at positions pos0.. of layer. */
-int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, const float *k,
-                    const float *v, vt_error *err);
-/* Causal grouped-query attention over the cache, as kernels_kv.c. */
-int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t pos0, int64_t n_tok, int n_head,
+/* K and V rows of n_tok tokens stored at positions *kv->pos.. of layer. */
+int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, const float *k, const float *v,
+                    vt_error *err);
+/* Causal grouped-query attention over the cache, as kernels_kv.c, for the
+ * tokens at *kv->pos..; keys_max (at least *kv->pos + n_tok) sizes its
+ * shared memory: n_ctx for a captured step. */
+int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok, int n_head,
                      int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out, int64_t ldo, vt_error *err);
 /* x += y over n elements. */
 int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err);

@@ -2,8 +2,10 @@
  * (needs a GPU; scripts/gpu-build builds it): for each model (either
  * architecture, by its general.architecture) and each KV cache dtype, the
  * same N tokens (seeded random ids) teacher-forced through the CPU engine
- * (--matmul exact, or q8 with --matmul q8) and through the GPU in production mode (prefill batches)
- * and in eager mode (one token per evaluation); every position's logits
+ * (--matmul exact, or q8 with --matmul q8) and through the GPU in production mode (prefill batches),
+ * in production mode decoding (the first half prefilled, then one token per
+ * evaluation: the captured decode graph) and in eager mode (one token per
+ * evaluation, op by op); every position's logits
  * compared bit for bit, and each GPU run repeated to be bit-identical.
  * Exit 0 all identical, 1 a difference, 2 no device or bad usage.
  * usage: gpu_forward [--tokens N] [--repeats R] [--device D] [--matmul exact|q8]
@@ -74,8 +76,19 @@ static const arch_ops *arch_of(const char *path, vt_error *err)
     return r;
 }
 
+/* The logits of every position: tokens [0, split) in one evaluation, then
+ * one at a time (split == n: all in one). */
+static int eval_split(const arch_ops *A, void *m, const int32_t *tok, int32_t n, int32_t split, int32_t V, float *out,
+                      vt_error *err)
+{
+    int rc = A->gpu_eval(m, tok, split, 1, out, err);
+    for (int32_t i = split; rc == VT_OK && i < n; i++)
+        rc = A->gpu_eval(m, tok + i, 1, 1, out + (size_t)i * (size_t)V, err);
+    return rc;
+}
+
 static int eval_all(const arch_ops *A, int gpu, int device, const vt_runner_settings *s, const int32_t *tok, int32_t n,
-                    int32_t V, float *out, int repeats, int *repeat_ok, vt_error *err)
+                    int32_t split, int32_t V, float *out, int repeats, int *repeat_ok, vt_error *err)
 {
     *repeat_ok = 1;
     if (!gpu) {
@@ -91,10 +104,10 @@ static int eval_all(const arch_ops *A, int gpu, int device, const vt_runner_sett
         return err->code;
     const size_t bytes = (size_t)n * (size_t)V * sizeof(float);
     float *again = malloc(bytes);
-    int rc = again ? A->gpu_eval(m, tok, n, 1, out, err) : vt_error_set(err, VT_EINPUT, "out of memory");
+    int rc = again ? eval_split(A, m, tok, n, split, V, out, err) : vt_error_set(err, VT_EINPUT, "out of memory");
     for (int r = 1; rc == VT_OK && r < repeats; r++) {
         A->gpu_reset(m);
-        rc = A->gpu_eval(m, tok, n, 1, again, err);
+        rc = eval_split(A, m, tok, n, split, V, again, err);
         *repeat_ok &= rc == VT_OK && memcmp(out, again, bytes) == 0;
     }
     free(again);
@@ -144,7 +157,7 @@ int main(int argc, char **argv)
     }
     printf("device %d: %s; --matmul %s; %d tokens teacher-forced, all logits; GPU runs repeated %d times\n", device,
            name, vt_matmul_mode_name(matmul), n, repeats);
-    printf("%-28s %-9s %-10s %10s %12s %8s %s\n", "model", "cache", "gpu-mode", "differ", "max|dlogit|", "argmax",
+    printf("%-28s %-9s %-11s %10s %12s %8s %s\n", "model", "cache", "gpu-mode", "differ", "max|dlogit|", "argmax",
            "repeats");
     int failures = 0;
     static const vt_cache_dtype dts[3] = { VT_CACHE_F32, VT_CACHE_BF16, VT_CACHE_FP8_E4M3 };
@@ -176,13 +189,15 @@ int main(int argc, char **argv)
                 tok[i] = (int32_t)(z % (uint64_t)V);
             }
             int ok_r;
-            if (eval_all(A, 0, device, &s, tok, n, V, cpu, 1, &ok_r, &err)) {
+            if (eval_all(A, 0, device, &s, tok, n, n, V, cpu, 1, &ok_r, &err)) {
                 printf("%s: cpu: %s\n", base, err.msg);
                 return 2;
             }
-            for (int mode = 0; mode < 2; mode++) {
-                s.mode = mode ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
-                if (eval_all(A, 1, device, &s, tok, n, V, gpu, repeats, &ok_r, &err)) {
+            static const char *const modes[3] = { "production", "prod-decode", "eager" };
+            for (int mode = 0; mode < 3; mode++) {
+                s.mode = mode == 2 ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
+                const int32_t split = mode == 1 ? (n + 1) / 2 : n;
+                if (eval_all(A, 1, device, &s, tok, n, split, V, gpu, repeats, &ok_r, &err)) {
                     printf("FAIL: %s: gpu: %s\n", base, err.msg);
                     failures++;
                     continue;
@@ -201,8 +216,8 @@ int main(int argc, char **argv)
                     }
                     arg_differ += ac != ag;
                 }
-                printf("%-28s %-9s %-10s %10lld %12.3g %4lld/%-3d %s\n", base, vt_cache_dtype_name(dts[d]),
-                       mode ? "eager" : "production", differ, maxd, (long long)(n - arg_differ), n,
+                printf("%-28s %-9s %-11s %10lld %12.3g %4lld/%-3d %s\n", base, vt_cache_dtype_name(dts[d]),
+                       modes[mode], differ, maxd, (long long)(n - arg_differ), n,
                        ok_r ? "identical" : "DIFFER");
                 failures += differ != 0 || !ok_r;
             }
