@@ -30,6 +30,19 @@ extern "C" {
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Hopper's programmatic dependent launch: a product launched with it may
+ * start while the kernel ahead of it still runs, copy its weights, and wait
+ * (GRID_WAIT) before it reads what that kernel wrote; the kernels ahead of
+ * products let it start at once (GRID_RELEASE). Nothing elsewhere. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define GRID_WAIT() ((void)0)
+#define GRID_RELEASE() ((void)0)
+#endif
 
 #if defined(__HIP_PLATFORM_AMD__)
 #define SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))
@@ -44,6 +57,7 @@ struct vt_gpu {
     hipStream_t stream;
     uint64_t launches, copies; /* host launches, host<->device copies: the benchmark's counts */
     int capturing;             /* queued work is being recorded into a graph, not counted */
+    int pdl;                   /* products launched early (CUDA, compute 9+; VT_GPU_PDL=0: not) */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
@@ -80,6 +94,11 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
         return NULL;
     }
     g->device = device;
+#if !defined(__HIP_PLATFORM_AMD__)
+    hipDeviceProp_t prop;
+    const char *pdl = getenv("VT_GPU_PDL");
+    g->pdl = hipGetDeviceProperties(&prop, device) == hipSuccess && prop.major >= 9 && !(pdl && !strcmp(pdl, "0"));
+#endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
     if (e != hipSuccess) {
         fail(err, e, "hipStreamCreateWithFlags");
@@ -456,6 +475,7 @@ __device__ static double sum_in_order(const float *sq, int64_t n)
  * shared memory, thread 0 sums them in order, every thread scales. */
 __global__ static void k_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
+    GRID_RELEASE();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     const float *xr = x + (int64_t)blockIdx.x * n;
@@ -501,56 +521,138 @@ __global__ static void k_matmul(int type, const uint8_t *data, size_t row_bytes,
 }
 
 /* A decode step's product (a few tokens): one warp per output row, several
- * rows a block. The lanes decode the row's codec blocks side by side into
- * the warp's slice of shared memory (padded by s), then the warp takes the
+ * rows a block, one kernel per codec (T: the switch of decode_block folds
+ * away, and with it the other codecs' registers). The warp copies the row's
+ * bytes into shared memory in 16-byte words (4-byte or single where the row
+ * size does not allow), the lanes decode its codec blocks side by side from
+ * there into the warp's float slice (padded by s), then the warp takes the
  * same dot as k_matmul with each token in turn. */
 #define MATVEC_MAX_TOK 4
-__global__ static void k_matvec(int type, const uint8_t *data, size_t row_bytes, int64_t rows, int64_t cols,
-                                int64_t block_elems, size_t block_bytes, int s, int64_t span, const float *x,
-                                int64_t n_tok, float *y, int64_t ldy, vt_iq_grids g)
+
+/* n words from global to shared memory by the 32 lanes of a warp, eight
+ * loads a lane in flight before their stores (the stores would otherwise
+ * wait on each load in turn). */
+template <typename W>
+__device__ static inline void copy_words(W *__restrict__ dst, const W *__restrict__ src, size_t n, int lane)
+{
+    for (size_t base = 0; base < n; base += 8 * 32) {
+        W r[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const size_t k = base + (size_t)u * 32 + (size_t)lane;
+            if (k < n)
+                r[u] = src[k];
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const size_t k = base + (size_t)u * 32 + (size_t)lane;
+            if (k < n)
+                dst[k] = r[u];
+        }
+    }
+}
+
+#define MATVEC_MAX_PARTS 3
+/* Up to three matrices of one codec and width over the same input (Q, K, V;
+ * gate, up), their rows taken one after another by one launch. */
+typedef struct mv_parts {
+    const uint8_t *data[MATVEC_MAX_PARTS];
+    int64_t rows[MATVEC_MAX_PARTS];
+    float *y[MATVEC_MAX_PARTS];
+    int64_t ldy[MATVEC_MAX_PARTS];
+    int n;
+} mv_parts;
+
+template <int T>
+__global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, int64_t block_elems,
+                                size_t block_bytes, int s, int64_t span, size_t raw_bytes, const float *x,
+                                int64_t n_tok, vt_iq_grids g)
 {
     extern __shared__ float sh[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t o = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
-    if (o >= rows)
+    int64_t o = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
+    const uint8_t *data = NULL;
+    float *y = NULL;
+    int64_t ldy = 0;
+#pragma unroll
+    for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
+        if (!data && p < parts.n) {
+            if (o < parts.rows[p]) {
+                data = parts.data[p];
+                y = parts.y[p];
+                ldy = parts.ldy[p];
+            } else
+                o -= parts.rows[p];
+        }
+    if (!data)
         return; /* a whole warp: no block-wide barrier follows */
-    float *row = sh + warp * span;
+    const int64_t span4 = (span + 3) & ~(int64_t)3; /* the raw bytes 16-byte aligned */
+    float *row = sh + warp * (span4 + (int64_t)(raw_bytes / sizeof(float)));
+    uint8_t *raw = (uint8_t *)(row + span4);
     const uint8_t *wr = data + (size_t)o * row_bytes;
+    if (row_bytes % 16 == 0)
+        copy_words((uint4 *)raw, (const uint4 *)wr, row_bytes / 16, lane);
+    else if (row_bytes % 4 == 0)
+        copy_words((uint32_t *)raw, (const uint32_t *)wr, row_bytes / 4, lane);
+    else
+        copy_words(raw, wr, row_bytes, lane);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    VT_SYNCWARP();
     const int64_t nb = cols / block_elems;
     for (int64_t b = lane; b < nb; b += 32)
-        decode_block(type, wr + (size_t)b * block_bytes, row + padded(b * block_elems, s), &g);
+        decode_block(T, raw + (size_t)b * block_bytes, row + padded(b * block_elems, s), &g);
     VT_SYNCWARP();
     for (int64_t t = 0; t < n_tok; t++) {
-        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, s, x + t * cols, cols, lane)
-                                             : warp_dot_f32(row, s, x + t * cols, cols, lane);
+        const float r = T == VT_TYPE_BF16 ? warp_dot_bf16(row, s, x + t * cols, cols, lane)
+                                          : warp_dot_f32(row, s, x + t * cols, cols, lane);
         if (lane == 0)
             y[t * ldy + o] = r;
     }
 }
 
-/* One block per (token, head): RMSNorm over the head, then NeoX RoPE. */
-#define VT_GPU_MAX_HEAD 512
-__global__ static void k_head_norm_rope(float *x, int n_head, int64_t hd, int64_t ld, const float *w, float eps,
-                                        const float *cs, int64_t n_rot)
+typedef void (*matvec_kernel)(mv_parts, size_t, int64_t, int64_t, size_t, int, int64_t, size_t, const float *, int64_t,
+                              vt_iq_grids);
+/* One kernel per decodable codec (device_codec.h's list); NULL for others.
+ * (A switch: C++ has no designated array initializers.) */
+#define MATVEC(T)                                                                                   \
+    case VT_TYPE_##T: return k_matvec<VT_TYPE_##T>
+static matvec_kernel matvec_kernel_of(int type)
 {
-    __shared__ float scale_s, sq[VT_GPU_MAX_HEAD];
-    const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
-    float *v = x + t * ld + h * hd;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
-        sq[i] = v[i] * v[i];
+    switch (type) {
+        MATVEC(F32); MATVEC(F16); MATVEC(BF16); MATVEC(Q4_0); MATVEC(Q4_1); MATVEC(Q5_0); MATVEC(Q5_1);
+        MATVEC(Q8_0); MATVEC(Q2_K); MATVEC(Q3_K); MATVEC(Q4_K); MATVEC(Q5_K); MATVEC(Q6_K); MATVEC(Q8_K);
+        MATVEC(IQ2_XXS); MATVEC(IQ2_XS); MATVEC(IQ2_S); MATVEC(IQ3_XXS); MATVEC(IQ3_S); MATVEC(IQ1_S);
+        MATVEC(IQ1_M); MATVEC(IQ4_NL); MATVEC(IQ4_XS); MATVEC(TQ1_0); MATVEC(TQ2_0); MATVEC(MXFP4);
+    default: return NULL;
+    }
+}
+#undef MATVEC
+
+/* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
+ * k_rmsnorm in one launch (the same operations, so the same bits). */
+__global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
+{
+    GRID_RELEASE();
+    extern __shared__ float sq[];
+    __shared__ float scale_s;
+    float *xr = x + (int64_t)blockIdx.x * n;
+    const float *yr = y + (int64_t)blockIdx.x * n;
+    float *o = out + (int64_t)blockIdx.x * n;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = xr[i] + yr[i];
+        xr[i] = v;
+        sq[i] = v * v;
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
-        const double sum = sum_in_order(sq, hd);
-        const float mean = (float)(sum / (double)hd);
+        const double sum = sum_in_order(sq, n);
+        const float mean = (float)(sum / (double)n);
         scale_s = 1.0f / sqrtf(mean + eps);
     }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
-        v[i] = v[i] * scale_s * w[i];
-    __syncthreads();
-    const float *c = cs + t * n_rot;
-    for (int64_t i = threadIdx.x; i < n_rot / 2; i += blockDim.x)
-        rope_neox_pair(&v[i], &v[i + n_rot / 2], c[2 * i], c[2 * i + 1]);
+    const float scale = scale_s;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        o[i] = w ? xr[i] * scale * w[i] : xr[i] * scale;
 }
 
 __device__ static void cache_put(int dtype, void *cache, size_t at, float f)
@@ -572,15 +674,44 @@ __device__ static float cache_get(const vt_gpu_kv &kv, const void *cache, size_t
     return ((const float *)cache)[at];
 }
 
-__global__ static void k_kv_store(vt_gpu_kv kv, int layer, int64_t n_tok, const float *k, const float *v)
+/* One block per (token, head) of Q, then of K: RMSNorm over the head and
+ * NeoX RoPE of its first n_rot dimensions, in place; the blocks of K then
+ * store the head's K (so normed and rotated) and V rows into the cache at
+ * position *kv.pos + t. */
+#define VT_GPU_MAX_HEAD 512
+__global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, int64_t ldq, float *k, int64_t ldk,
+                                            const float *v, int64_t ldv, int n_head, int n_head_kv, int64_t hd,
+                                            const float *qw, const float *kw, float eps, const float *cs,
+                                            int64_t n_rot)
 {
-    const int32_t pos0 = *kv.pos;
-    const int64_t n = n_tok * kv.kv_dim;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / kv.kv_dim, d = i % kv.kv_dim;
-        const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)(pos0 + t)) * (size_t)kv.kv_dim + (size_t)d;
-        cache_put(kv.dtype, kv.k, at, k[i]);
-        cache_put(kv.dtype, kv.v, at, v[i]);
+    __shared__ float scale_s, sq[VT_GPU_MAX_HEAD];
+    const int per = n_head + n_head_kv;
+    const int64_t t = blockIdx.x / per;
+    const int h = (int)(blockIdx.x % per), is_k = h >= n_head, kh = h - n_head;
+    float *x = is_k ? k + t * ldk + kh * hd : q + t * ldq + h * hd;
+    const float *w = is_k ? kw : qw;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
+        sq[i] = x[i] * x[i];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const double sum = sum_in_order(sq, hd);
+        const float mean = (float)(sum / (double)hd);
+        scale_s = 1.0f / sqrtf(mean + eps);
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
+        x[i] = x[i] * scale_s * w[i];
+    __syncthreads();
+    const float *c = cs + t * n_rot;
+    for (int64_t i = threadIdx.x; i < n_rot / 2; i += blockDim.x)
+        rope_neox_pair(&x[i], &x[i + n_rot / 2], c[2 * i], c[2 * i + 1]);
+    if (!is_k)
+        return;
+    __syncthreads();
+    const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)(*kv.pos + t)) * (size_t)kv.kv_dim + (size_t)(kh * hd);
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        cache_put(kv.dtype, kv.k, at + (size_t)i, x[i]);
+        cache_put(kv.dtype, kv.v, at + (size_t)i, v[t * ldv + kh * hd + i]);
     }
 }
 
@@ -589,6 +720,7 @@ __global__ static void k_kv_store(vt_gpu_kv kv, int layer, int64_t n_tok, const 
 __global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, int64_t hd,
                                    const float *q, int64_t ldq, float *out, int64_t ldo)
 {
+    GRID_RELEASE();
     extern __shared__ float sh[];
     const int32_t pos0 = *kv.pos;
     const int64_t t = blockIdx.x / n_head;
@@ -643,12 +775,20 @@ __global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_he
     __syncthreads();
     const float inv = inv_s;
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+        /* key j into accumulator j % 64: keys 64 at a time, the index
+         * known at compile time (registers, the loads all in flight) */
         float acc[64];
+#pragma unroll
         for (int k = 0; k < 64; k++)
             acc[k] = 0.0f;
-        for (int32_t j = 0; j < n_keys; j++) {
-            const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)j) * (size_t)kv.kv_dim + head_off;
-            acc[j & 63] = fmaf(cache_get(kv, kv.v, at + (size_t)d), scores[j] * inv, acc[j & 63]);
+        const size_t base = ((size_t)layer * (size_t)kv.n_ctx) * (size_t)kv.kv_dim + head_off + (size_t)d;
+        for (int32_t j0 = 0; j0 < n_keys; j0 += 64) {
+#pragma unroll
+            for (int k = 0; k < 64; k++) {
+                const int32_t j = j0 + k;
+                if (j < n_keys)
+                    acc[k] = fmaf(cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim), scores[j] * inv, acc[k]);
+            }
         }
         float l[16];
         for (int k = 0; k < 16; k++)
@@ -665,6 +805,7 @@ __global__ static void k_add(float *x, const float *y, int64_t n)
 
 __global__ static void k_swiglu(float *g, const float *u, int64_t n)
 {
+    GRID_RELEASE();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         g[i] = swiglu_lane(g[i], u[i]);
 }
@@ -823,6 +964,22 @@ extern "C" int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *w, const int64_t *ids, 
     return VT_OK;
 }
 
+extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const float *w, int64_t rows,
+                                  int64_t n, float eps, vt_error *err)
+{
+    if (rows <= 0)
+        return VT_OK;
+    const size_t shm = (size_t)n * sizeof(float);
+    if (shm > 96 * 1024)
+        return vt_error_set(err, VT_EINPUT, "gpu rmsnorm: rows of %lld: expected at most 24576", (long long)n);
+    if (shm > 48 * 1024)
+        TRY(hipFuncSetAttribute((const void *)k_add_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
+            "hipFuncSetAttribute");
+    k_add_rmsnorm<<<(unsigned)rows, 256, shm, g->stream>>>(x, y, out, w, n, eps);
+    LAUNCHED("k_add_rmsnorm");
+    return VT_OK;
+}
+
 extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n,
                                    float eps, vt_error *err)
 {
@@ -931,6 +1088,77 @@ extern "C" int vt_gpu_reserve(vt_gpu *g, size_t bytes, vt_error *err)
     return scratch(g, bytes, err);
 }
 
+/* k_matvec's shared memory per warp: the row's floats (padded, rounded up
+ * to 16 bytes), then its bytes (rounded up to 16). */
+static size_t matvec_warp_bytes(const vt_gpu_mat *w, int *s, int64_t *span, size_t *raw)
+{
+    const vt_codec *c = vt_codec_by_type(w->type);
+    *s = c->block_elems >= 32 ? __builtin_ctzll((unsigned long long)c->block_elems) : NO_PAD;
+    *span = *s == NO_PAD ? w->cols : w->cols + (w->cols >> *s);
+    *raw = (w->row_bytes + 15) / 16 * 16;
+    return (size_t)((*span + 3) & ~3) * sizeof(float) + *raw;
+}
+
+static int matvec_fits(const vt_gpu_mat *w, int64_t n_tok)
+{
+    int s;
+    int64_t span;
+    size_t raw;
+    return n_tok <= MATVEC_MAX_TOK && matvec_kernel_of(w->type) &&
+           matvec_warp_bytes(w, &s, &span, &raw) <= 48 * 1024;
+}
+
+/* n matrices of one codec and width (matvec_fits each) over x, one launch. */
+static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
+                  const int64_t *ldys, vt_error *err)
+{
+    const vt_gpu_mat *w = ws[0];
+    const vt_codec *c = vt_codec_by_type(w->type);
+    int s;
+    int64_t span, rows = 0;
+    size_t raw;
+    const size_t per_warp = matvec_warp_bytes(w, &s, &span, &raw);
+    mv_parts parts;
+    memset(&parts, 0, sizeof parts);
+    parts.n = n;
+    for (int i = 0; i < n; i++) {
+        parts.data[i] = ws[i]->data;
+        parts.rows[i] = ws[i]->rows;
+        parts.y[i] = ys[i];
+        parts.ldy[i] = ldys[i];
+        rows += ws[i]->rows;
+    }
+    const size_t per = (48 * 1024) / per_warp;
+    const int warps = per > 8 ? 8 : (int)per;
+    const unsigned blocks = (unsigned)((rows + warps - 1) / warps);
+    const matvec_kernel k = matvec_kernel_of(w->type);
+#if !defined(__HIP_PLATFORM_AMD__)
+    if (g->pdl) {
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cudaLaunchAttribute early;
+        memset(&early, 0, sizeof early);
+        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        early.val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3(blocks);
+        cfg.blockDim = dim3(32 * warps);
+        cfg.dynamicSmemBytes = warps * per_warp;
+        cfg.stream = g->stream;
+        cfg.attrs = &early;
+        cfg.numAttrs = 1;
+        TRY(cudaLaunchKernelEx(&cfg, k, parts, w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x,
+                               n_tok, g->grids),
+            "cudaLaunchKernelEx");
+        LAUNCHED("k_matvec");
+        return VT_OK;
+    }
+#endif
+    k<<<blocks, 32 * warps, warps * per_warp, g->stream>>>(parts, w->row_bytes, w->cols, c->block_elems,
+                                                           c->block_bytes, s, span, raw, x, n_tok, g->grids);
+    LAUNCHED("k_matvec");
+    return VT_OK;
+}
+
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                              vt_error *err)
 {
@@ -974,16 +1202,9 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         x = (const float *)g->xq;
     }
     /* A few tokens: a warp per row, the row decoded by blocks side by side. */
-    const int s = c->block_elems >= 32 ? __builtin_ctzll((unsigned long long)c->block_elems) : NO_PAD;
-    const int64_t span = s == NO_PAD ? w->cols : w->cols + (w->cols >> s);
-    if (n_tok <= MATVEC_MAX_TOK && (size_t)span * sizeof(float) <= 48 * 1024) {
-        const int64_t per = (48 * 1024) / (span * (int64_t)sizeof(float));
-        const int warps = per > 8 ? 8 : (int)per;
-        k_matvec<<<(unsigned)((w->rows + warps - 1) / warps), 32 * warps, (size_t)(warps * span) * sizeof(float),
-                   g->stream>>>(w->type, w->data, w->row_bytes, w->rows, w->cols, c->block_elems, c->block_bytes, s,
-                                span, x, n_tok, y, ldy, g->grids);
-        LAUNCHED("k_matvec");
-        return VT_OK;
+    if (matvec_fits(w, n_tok)) {
+        float *ys[1] = { y };
+        return matvec(g, &w, 1, x, n_tok, ys, &ldy, err);
     }
     const size_t shm = (size_t)w->cols * sizeof(float);
     if (shm > 48 * 1024)
@@ -995,8 +1216,29 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
     return VT_OK;
 }
 
-extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld,
-                                     const float *w, float eps, const float *cs, int64_t n_rot, vt_error *err)
+extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok,
+                                   float *const *ys, const int64_t *ldys, vt_error *err)
+{
+    int one = n >= 1 && n <= MATVEC_MAX_PARTS;
+    for (int i = 0; one && i < n; i++) {
+        const vt_codec *c = vt_codec_by_type(ws[i]->type);
+        one = matvec_fits(ws[i], n_tok) && ws[i]->type == ws[0]->type && ws[i]->cols == ws[0]->cols &&
+              ws[i]->cols % 64 == 0 && c && c->decode_f32 && (g->matmul == VT_MATMUL_EXACT || c->act == VT_ACT_F32);
+    }
+    if (one && n_tok > 0)
+        return matvec(g, ws, n, x, n_tok, ys, ldys, err);
+    for (int i = 0; i < n; i++) {
+        int rc = vt_gpu_matmul(g, ws[i], x, n_tok, ys[i], ldys[i], err);
+        if (rc)
+            return rc;
+    }
+    return VT_OK;
+}
+
+extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, float *q,
+                                         int64_t ldq, float *k, int64_t ldk, const float *v, int64_t ldv, int n_head,
+                                         int n_head_kv, int64_t hd, const float *qw, const float *kw, float eps,
+                                         const float *cs, int64_t n_rot, vt_error *err)
 {
     if (hd > VT_GPU_MAX_HEAD)
         return vt_error_set(err, VT_EINPUT, "gpu rope: heads of %lld: expected at most %d", (long long)hd,
@@ -1004,16 +1246,9 @@ extern "C" int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_h
     if (n_rot < 0 || n_rot > hd || n_rot % 2)
         return vt_error_set(err, VT_EINPUT, "gpu rope: %lld rotated of %lld: expected an even count <= head size",
                             (long long)n_rot, (long long)hd);
-    k_head_norm_rope<<<(unsigned)(n_tok * n_head), 64, 0, g->stream>>>(x, n_head, hd, ld, w, eps, cs, n_rot);
-    LAUNCHED("k_head_norm_rope");
-    return VT_OK;
-}
-
-extern "C" int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, const float *k,
-                               const float *v, vt_error *err)
-{
-    k_kv_store<<<grid_for(n_tok * kv->kv_dim, 256), 256, 0, g->stream>>>(*kv, layer, n_tok, k, v);
-    LAUNCHED("k_kv_store");
+    k_qk_norm_rope_store<<<(unsigned)(n_tok * (n_head + n_head_kv)), 64, 0, g->stream>>>(
+        *kv, layer, q, ldq, k, ldk, v, ldv, n_head, n_head_kv, hd, qw, kw, eps, cs, n_rot);
+    LAUNCHED("k_qk_norm_rope_store");
     return VT_OK;
 }
 

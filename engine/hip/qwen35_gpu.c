@@ -282,10 +282,11 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     float *dstate = m->delta_state + (size_t)L->slot * (size_t)nv * (size_t)(d * d);
     int rc;
     /* a. Projections. */
-    STEP(vt_gpu_matmul(g, &L->wqkv, m->xn, n_tok, m->qkv, C, err))
-    STEP(vt_gpu_matmul(g, &L->wz, m->xn, n_tok, m->z, V, err))
-    STEP(vt_gpu_matmul(g, &L->wbeta, m->xn, n_tok, m->beta, nv, err))
-    STEP(vt_gpu_matmul(g, &L->walpha, m->xn, n_tok, m->gg, nv, err))
+    const vt_gpu_mat *qz[2] = { &L->wqkv, &L->wz }, *ba[2] = { &L->wbeta, &L->walpha };
+    float *const qz_out[2] = { m->qkv, m->z }, *const ba_out[2] = { m->beta, m->gg };
+    const int64_t qz_ld[2] = { C, V }, ba_ld[2] = { nv, nv };
+    STEP(vt_gpu_matmul_group(g, qz, 2, m->xn, n_tok, qz_out, qz_ld, err))
+    STEP(vt_gpu_matmul_group(g, ba, 2, m->xn, n_tok, ba_out, ba_ld, err))
     /* b. Causal conv1d, then SiLU per token row. */
     STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
     STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
@@ -316,14 +317,14 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     const vt_qwen35_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, hd = hp->head_dim, qd = (int64_t)hp->n_head * hd, kvd = m->kv.kv_dim;
     int rc;
-    STEP(vt_gpu_matmul(g, &L->wq, m->xn, n_tok, m->qfull, 2 * qd, err))
-    STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
-    STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
+    const vt_gpu_mat *qkv[3] = { &L->wq, &L->wk, &L->wv };
+    float *const qkv_out[3] = { m->qfull, m->kb, m->vb };
+    const int64_t qkv_ld[3] = { 2 * qd, kvd, kvd };
+    STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
     STEP(vt_gpu_split_qgate(g, m->qfull, n_tok, hp->n_head, hd, m->q, m->qgate, err))
-    STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, vt_gpu_step_rope(&m->step), hp->n_rot, err))
-    STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, vt_gpu_step_rope(&m->step), hp->n_rot,
-                               err))
-    STEP(vt_gpu_kv_store(g, &m->kv, L->slot, n_tok, m->kb, m->vb, err))
+    STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, L->slot, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
+                                   hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, vt_gpu_step_rope(&m->step),
+                                   hp->n_rot, err))
     STEP(vt_gpu_attention(g, &m->kv, L->slot, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
                           err))
     /* times sigmoid(gate), the sigmoid on the host (the C library's expf) */
@@ -348,25 +349,35 @@ static int enqueue_batch(vt_gpu_qwen35 *m, int64_t n_tok, int64_t out0, int64_t 
     int rc;
     /* 1. Embeddings. */
     STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
-        /* 2. Token mixing on the RMSNormed stream; residual add. */
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps, err))
+        /* 2. Token mixing on the RMSNormed stream; residual add and the
+         *    post-attention RMSNorm (one launch). */
         STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, &hs[l], err)
                           : attention_mixer(m, L, n_tok, keys_max, &hs[l], err))
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
-        /* 3. Feed-forward on the post-attention RMSNorm. */
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->post_norm, n_tok, E, hp->rms_eps, err))
-        STEP(vt_gpu_matmul(g, &L->gate, m->xn, n_tok, m->ffg, F, err))
-        STEP(vt_gpu_matmul(g, &L->up, m->xn, n_tok, m->ffu, F, err))
+        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->post_norm, n_tok, E, hp->rms_eps, err))
+        /* 3. Feed-forward; residual add and the next layer's RMSNorm. */
+        const vt_gpu_mat *gu[2] = { &L->gate, &L->up };
+        float *const gu_out[2] = { m->ffg, m->ffu };
+        const int64_t gu_ld[2] = { F, F };
+        STEP(vt_gpu_matmul_group(g, gu, 2, m->xn, n_tok, gu_out, gu_ld, err))
         STEP(vt_gpu_swiglu(g, m->ffg, m->ffu, n_tok, F, err))
         STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        if (l + 1 < hp->n_layer) {
+            STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
+        }
     }
-    if (n_out <= 0)
-        return VT_OK;
-    /* 4. Final RMSNorm and the output head for the rows asked for. */
-    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    /* 4. The last residual add; the final RMSNorm and the output head for
+     *    the rows asked for. */
+    if (out0 == 0 && n_out == n_tok) {
+        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
+    } else {
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        if (n_out <= 0)
+            return VT_OK;
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    }
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
     return VT_OK;
 }

@@ -5,6 +5,9 @@
  *              of Q and K -> K, V into the cache -> attention -> output
  *              projection -> residual add -> RMSNorm -> gate, up -> SwiGLU
  *              -> down projection -> residual add
+ *              (a residual add and the RMSNorm after it are one launch; so
+ *              are Q, K and V, and gate and up, where their codecs allow;
+ *              the heads' norms, RoPE and the cache store are one)
  *   final RMSNorm -> output head -> logits, copied to the host
  * The CPU engine opens and checks the file (vt_qwen3_open); the tensors it
  * loaded (qwen3_model.h) are copied to device memory in their codecs. RoPE's angles are the CPU's
@@ -184,39 +187,50 @@ static int enqueue_batch(vt_gpu_qwen3 *m, int64_t n_tok, int64_t out0, int64_t n
     if ((rc = (call)))                                                                              \
         return rc;
 
-    /* 1. Embeddings. */
+    /* 1. Embeddings; the first layer's RMSNorm (each later one is launched
+     *    with the residual add before it). */
     STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
-        /* 2. RMSNorm of the residual stream. */
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps, err))
-        /* 3. Q, K, V projections. */
-        STEP(vt_gpu_matmul(g, &L->wq, m->xn, n_tok, m->q, qd, err))
-        STEP(vt_gpu_matmul(g, &L->wk, m->xn, n_tok, m->kb, kvd, err))
-        STEP(vt_gpu_matmul(g, &L->wv, m->xn, n_tok, m->vb, kvd, err))
-        /* 4. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
-        STEP(vt_gpu_head_norm_rope(g, m->q, n_tok, hp->n_head, hd, qd, L->q_norm, hp->rms_eps, rope, hd, err))
-        STEP(vt_gpu_head_norm_rope(g, m->kb, n_tok, hp->n_head_kv, hd, kvd, L->k_norm, hp->rms_eps, rope, hd, err))
-        STEP(vt_gpu_kv_store(g, &m->kv, l, n_tok, m->kb, m->vb, err))
-        /* 5. Causal grouped-query attention. */
+        /* 2. Q, K, V projections of the RMSNormed stream (one launch where
+         *    their codecs allow). */
+        const vt_gpu_mat *qkv[3] = { &L->wq, &L->wk, &L->wv };
+        float *const qkv_out[3] = { m->q, m->kb, m->vb };
+        const int64_t qkv_ld[3] = { qd, kvd, kvd };
+        STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
+        /* 3. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
+        STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, l, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
+                                       hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, rope, hd, err))
+        /* 4. Causal grouped-query attention. */
         STEP(vt_gpu_attention(g, &m->kv, l, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
                               err))
-        /* 6. Output projection, residual add. */
+        /* 5. Output projection; residual add and the feed-forward's RMSNorm. */
         STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
-        /* 7. Feed-forward: RMSNorm, gate and up, SwiGLU, down, residual add. */
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, L->ffn_norm, n_tok, E, hp->rms_eps, err))
-        STEP(vt_gpu_matmul(g, &L->gate, m->xn, n_tok, m->gate, F, err))
-        STEP(vt_gpu_matmul(g, &L->up, m->xn, n_tok, m->up, F, err))
+        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->ffn_norm, n_tok, E, hp->rms_eps, err))
+        /* 6. Feed-forward: gate and up, SwiGLU, down; residual add and the
+         *    next layer's RMSNorm. */
+        const vt_gpu_mat *gu[2] = { &L->gate, &L->up };
+        float *const gu_out[2] = { m->gate, m->up };
+        const int64_t gu_ld[2] = { F, F };
+        STEP(vt_gpu_matmul_group(g, gu, 2, m->xn, n_tok, gu_out, gu_ld, err))
         STEP(vt_gpu_swiglu(g, m->gate, m->up, n_tok, F, err))
         STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        if (l + 1 < hp->n_layer) {
+            STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
+        }
     }
-    if (n_out <= 0)
-        return VT_OK;
-    /* 8. Final RMSNorm and the output head for the rows asked for. */
-    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    /* 7. The last residual add; the final RMSNorm and the output head for
+     *    the rows asked for. */
+    if (out0 == 0 && n_out == n_tok) {
+        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
+    } else {
+        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        if (n_out <= 0)
+            return VT_OK;
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+    }
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
     return VT_OK;
 #undef STEP

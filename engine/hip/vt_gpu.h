@@ -155,20 +155,29 @@ int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *table, const int64_t *ids, int64_t
 /* out = RMSNorm(x) * w row by row (w may be NULL). */
 int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n, float eps,
                         vt_error *err);
+/* x += y, then out = RMSNorm(x) * w: vt_gpu_add and vt_gpu_rmsnorm_rows in
+ * one launch (the residual add and the next norm). */
+int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const float *w, int64_t rows, int64_t n,
+                       float eps, vt_error *err);
 /* y[t * ldy + o] = dot(W row o, x[t]) (x: n_tok rows of W->cols): F32 order,
  * BF16 weights in ggml_vec_dot_bf16's; in q8 mode (vt_gpu_set_matmul) x
  * first through W's dot type. W->cols must be a multiple of 64 (of 256 for
  * the Q8_K dot type). */
 int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                   vt_error *err);
-/* Per head of every token: x = RMSNorm(x) * w over head_dim, then NeoX RoPE
- * with the angles cs (n_tok x n_rot: cos, sin pairs, the CPU's) over the
- * first n_rot dimensions of each head. */
-int vt_gpu_head_norm_rope(vt_gpu *g, float *x, int64_t n_tok, int n_head, int64_t hd, int64_t ld, const float *w,
-                          float eps, const float *cs, int64_t n_rot, vt_error *err);
-/* K and V rows of n_tok tokens stored at positions *kv->pos.. of layer. */
-int vt_gpu_kv_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, const float *k, const float *v,
-                    vt_error *err);
+/* The products of n (1..3) matrices over the same x (Q, K, V; gate, up):
+ * one launch where they share a codec and width and a decode step's
+ * product applies, else one vt_gpu_matmul each. The same bits either way. */
+int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok,
+                        float *const *ys, const int64_t *ldys, vt_error *err);
+/* Per head of every token, Q's heads and K's: x = RMSNorm(x) * w (qw, kw)
+ * over head_dim, then NeoX RoPE with the angles cs (n_tok x n_rot: cos, sin
+ * pairs, the CPU's) over the first n_rot dimensions, in place; then K's
+ * and V's rows stored in the cache of layer at positions *kv->pos.. */
+int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t n_tok, float *q, int64_t ldq,
+                              float *k, int64_t ldk, const float *v, int64_t ldv, int n_head, int n_head_kv,
+                              int64_t hd, const float *qw, const float *kw, float eps, const float *cs, int64_t n_rot,
+                              vt_error *err);
 /* Causal grouped-query attention over the cache, as kernels_kv.c, for the
  * tokens at *kv->pos..; keys_max (at least *kv->pos + n_tok) sizes its
  * shared memory: n_ctx for a captured step. */
