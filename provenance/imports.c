@@ -7,11 +7,12 @@
  * package...], "modules": [{"name", "path"}...], "objects": [path...]}.
  * Each site's *.dist-info/RECORD is read; each imported file, by its real
  * path, is either listed by one RECORD (then its sha256 and size must be
- * the listed ones), or it is under a site directory or of a required
- * package and unlisted (a problem: RECORD does not cover it), or it comes
- * from outside every distribution (the interpreter's standard library, libc,
- * the CUDA driver): recorded by path and sha256 as the runtime, never
- * counted as verified. */
+ * the listed ones), or it is of a required package and unlisted (a
+ * problem: RECORD does not cover it), or no distribution owns it (the
+ * interpreter's standard library, libc, the CUDA driver, a virtualenv's
+ * own files in its site directory): recorded by path and sha256 as the
+ * runtime, never counted as verified. A required package of which no
+ * module was imported is a problem too. */
 #include "prov_internal.h"
 #include "provenance.h"
 
@@ -58,6 +59,9 @@ void vt_imports_report_free(vt_imports_report *r)
     for (int i = 0; i < r->n_problems; i++)
         free(r->problems[i]);
     free(r->problems);
+    for (int i = 0; i < r->n_loaded; i++)
+        free(r->loaded[i]);
+    free(r->loaded);
     memset(r, 0, sizeof *r);
 }
 
@@ -164,7 +168,7 @@ static int under(const char *path, const char *dir)
 /* One imported file. */
 static void check_file(const char *what, const char *path, const char *module, const rec_file *recs, int n_recs,
                        dist *dists, char real_sites[][PATH_MAX], int n_sites, const cJSON *required,
-                       vt_imports_report *out, vt_lines *problems, vt_lines *outside)
+                       vt_imports_report *out, vt_lines *problems, vt_lines *outside, vt_lines *loaded)
 {
     char real[PATH_MAX];
     if (!realpath(path, real)) {
@@ -208,6 +212,8 @@ static void check_file(const char *what, const char *path, const char *module, c
             return;
         }
         out->verified++;
+        if (!module)
+            vt_lines_addf(loaded, "%s", real);
         return;
     }
     int in_site = 0;
@@ -219,10 +225,16 @@ static void check_file(const char *what, const char *path, const char *module, c
         for (const cJSON *q = required->child; q && !is_required; q = q->next)
             is_required = cJSON_IsString(q) && strlen(q->valuestring) == top && strncmp(q->valuestring, module, top) == 0;
     }
-    if (in_site || is_required)
-        vt_lines_addf(problems, "%s %s%s%s: in no distribution's RECORD: expected every %s file covered by its RECORD",
-                      what, real, module ? " of " : "", module ? module : "",
-                      is_required ? "required package's" : "site directory's");
+    /* A required package's file no RECORD lists is a problem; any other
+     * file of a site directory that no distribution owns (virtualenv's own
+     * _virtualenv.py, a .pth's helper) is recorded like the runtime, by
+     * sha256 and saying where it lies, and never counted verified. */
+    if (is_required)
+        vt_lines_addf(problems, "%s %s of %s: in no distribution's RECORD: expected every required package's file "
+                      "covered by its RECORD", what, real, module);
+    else if (in_site)
+        vt_lines_addf(outside, "%s %s sha256 %s (in a site directory, in no distribution's RECORD)", what, real,
+                      got.hex);
     else
         vt_lines_addf(outside, "%s %s sha256 %s", what, real, got.hex);
 }
@@ -265,7 +277,7 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
     rec_file *recs = NULL;
     dist *dists = NULL;
     int n_recs = 0, cap = 0, n_dists = 0, s = 0;
-    vt_lines problems = { 0 }, outside = { 0 };
+    vt_lines problems = { 0 }, outside = { 0 }, loaded = { 0 };
     for (const cJSON *x = rc ? NULL : sites->child; x && !rc; x = x->next, s++) {
         if (!cJSON_IsString(x) || !realpath(x->valuestring, real_sites[s]))
             rc = vt_error_set(err, VT_EINPUT, "%s: sites[%d]: expected an existing directory", path, s);
@@ -285,7 +297,7 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
             rc = vt_error_set(err, VT_EINPUT, "%s: modules[%d]: expected {\"name\", \"path\"} strings", path, k);
         else {
             check_file("module", p->valuestring, name->valuestring, recs, n_recs, dists, real_sites, n_sites, required,
-                       out, &problems, &outside);
+                       out, &problems, &outside, &loaded);
             out->modules++;
         }
     }
@@ -295,20 +307,39 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
             rc = vt_error_set(err, VT_EINPUT, "%s: objects[%d]: expected a path", path, k);
         else {
             check_file("object", o->valuestring, NULL, recs, n_recs, dists, real_sites, n_sites, required, out,
-                       &problems, &outside);
+                       &problems, &outside, &loaded);
             out->objects++;
         }
+    }
+    /* A required package the process never imported was not what ran. */
+    k = 0;
+    for (const cJSON *q = rc ? NULL : required->child; q && !rc; q = q->next, k++) {
+        if (!cJSON_IsString(q)) {
+            rc = vt_error_set(err, VT_EINPUT, "%s: required[%d]: expected a package name", path, k);
+            break;
+        }
+        int seen = 0;
+        for (const cJSON *m = modules->child; m && !seen; m = m->next) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+            seen = cJSON_IsString(name) && strncmp(name->valuestring, q->valuestring, strlen(q->valuestring)) == 0 &&
+                   (name->valuestring[strlen(q->valuestring)] == '\0' ||
+                    name->valuestring[strlen(q->valuestring)] == '.');
+        }
+        if (!seen)
+            vt_lines_addf(&problems, "required %s: no module of it imported: expected the process to have run it",
+                          q->valuestring);
     }
     vt_lines dl = { 0 };
     for (int i = 0; !rc && i < n_dists; i++)
         if (dists[i].used)
             vt_lines_addf(&dl, "%s %s RECORD sha256 %s", dists[i].name ? dists[i].name : "?",
                       dists[i].version ? dists[i].version : "?", dists[i].record_sha256.hex);
-    if (!rc && (problems.oom || outside.oom || dl.oom))
+    if (!rc && (problems.oom || outside.oom || dl.oom || loaded.oom))
         rc = vt_error_set(err, VT_EINPUT, "out of memory");
     out->dists = take(&dl, &out->n_dists);
     out->problems = take(&problems, &out->n_problems);
     out->outside = take(&outside, &out->n_outside);
+    out->loaded = take(&loaded, &out->n_loaded);
     out->ok = !rc && out->n_problems == 0;
     for (int i = 0; i < n_recs; i++) {
         free(recs[i].path);

@@ -155,8 +155,11 @@ typedef struct vt_imports_report {
     char **outside;         /* "module|object PATH sha256 HEX": from outside every distribution
                                (the runtime: recorded, not verified) */
     int n_outside;
-    char **problems;        /* one line each: a mismatch, or a file no RECORD covers */
+    char **problems;        /* one line each: a mismatch, a file no RECORD covers, or a required
+                               package of which no module was imported */
     int n_problems;
+    char **loaded;          /* the shared objects verified (real paths, in the file's order) */
+    int n_loaded;
     int ok;                 /* no problem */
 } vt_imports_report;
 

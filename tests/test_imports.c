@@ -1,9 +1,12 @@
 /* vt provenance verify-imports (provenance/imports.c) with the collector the
  * transformers adapter runs in its process (oracle/transformers/vt_imports.py):
  * a small distribution installed into a temporary prefix, imported by a real
- * python3 (-I -S: no site hooks, so the imports are the test's own); then a tampered byte, a missing RECORD entry, a module from
- * outside every distribution (the runtime: listed, never counted verified;
- * of a required package: a problem) and malformed input. */
+ * python3 (-I -S: no site hooks, so the imports are the test's own; -B: no
+ * byte code written into the source tree, which PYTHONDONTWRITEBYTECODE
+ * cannot ask under -I); then a tampered byte, a missing RECORD entry, a
+ * module from outside every distribution (the runtime: listed, never
+ * counted verified; of a required package: a problem), a required package
+ * never imported, and malformed input. */
 #include <criterion/criterion.h>
 
 #include "tests/support/vt_test.h"
@@ -37,17 +40,20 @@ static void install(const char *omit)
     cr_assert_eq(rc, 0, "%s", err);
 }
 
-/* Imports foo, foo.bar and helper in a fresh python3 and writes NAME. */
-static void collect(const char *name, const char *required)
+/* Imports foo, foo.bar, helper (and extra, if not "") in a fresh python3 and writes NAME. */
+static void collect_extra(const char *name, const char *required, const char *extra);
+static void collect(const char *name, const char *required) { collect_extra(name, required, ""); }
+
+static void collect_extra(const char *name, const char *required, const char *extra)
 {
     char out[512], err[2048];
     int rc = vt_test_sh(tmpdir, out, sizeof out, err, sizeof err,
-                        "cd '%s' && (rm -f %s && PYTHONDONTWRITEBYTECODE=1 python3 -I -S -c \"\n"
+                        "cd '%s' && (rm -f %s && python3 -B -I -S -c \"\n"
                         "import sys\n"
                         "sys.path[:0] = ['site', 'outside', '%s/oracle/transformers']\n"
-                        "import foo, foo.bar, helper, vt_imports\n"
+                        "import foo, foo.bar, helper, vt_imports%s\n"
                         "vt_imports.write('%s', required=[%s])\n\")",
-                        tmpdir, name, VT_SOURCE_DIR, name, required);
+                        tmpdir, name, VT_SOURCE_DIR, extra, name, required);
     cr_assert_eq(rc, 0, "%s", err);
 }
 
@@ -98,6 +104,25 @@ Test(imports, a_real_process_against_its_distributions_records, .timeout = 60)
                           "package's file covered"),
               "%s", out);
     cr_assert(strstr(out, ": 2 verified against a RECORD,"), "%s", out);
+
+    /* A file of the site directory that no distribution owns and no
+     * required package holds (a virtualenv's _virtualenv.py): recorded as
+     * the runtime, saying where it lies, not a problem and not verified. */
+    snprintf(cmd, sizeof cmd, "printf 'Z = 4\\n' > '%s/site/_shim.py'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    collect_extra("shim.json", "'foo'", ", _shim");
+    rc = verify("shim.json", out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s%s", out, err);
+    cr_assert(strstr(out, "/site/_shim.py sha256 ") && strstr(out, " (in a site directory, in no distribution's RECORD)"),
+              "%s", out);
+    cr_assert(strstr(out, ": 2 verified against a RECORD,"), "%s", out);
+
+    /* A required package of which nothing was imported: the process did
+     * not run it, whatever else verifies. */
+    collect("absent.json", "'foo', 'baz'");
+    rc = verify("absent.json", out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "required baz: no module of it imported: expected the process to have run it"), "%s", out);
 
     /* Malformed input: exit 2, one line. */
     snprintf(cmd, sizeof cmd, "printf '{\"schema\":\"vt.imports/9\"}' > '%s/bad.json'", tmpdir);
