@@ -110,7 +110,8 @@ void vt_capture_opts_default(vt_capture_opts *o)
 }
 
 /* Settings fields, as named in settings.differences and by allow lists. */
-static const char *const setting_fields[] = { "mode", "cache_dtype", "matmul", "threads", "n_ctx", "n_batch",
+static const char *const setting_fields[] = { "mode", "cache_dtype", "matmul", "dtype", "attention", "threads",
+                                              "n_ctx", "n_batch",
                                               "seed", "repetitions", "max_tokens", "logprobs_top_k",
                                               "sampling.temperature", "sampling.top_k", "sampling.top_p",
                                               "sampling.min_p" };
@@ -226,9 +227,13 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     c->local_own.error_run.run = c->local_own.error_after.run = c->local_own.differs.run = -1;
     int rc = VT_OK;
     if (!o->runner)
-        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine or llamacpp");
+        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine, llamacpp or transformers");
     else if (!(c->ops = vt_runner_find(o->runner)))
-        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine or llamacpp", o->runner);
+        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine, llamacpp or transformers", o->runner);
+    else if (c->ops->imports && o->package)
+        rc = vt_error_set(err, VT_EINPUT, "--package %s: expected none with --runner %s (its package is every "
+                          "distribution its Python process imported, verified against their RECORDs)", o->package,
+                          o->runner);
     else if (!o->model)
         rc = vt_error_set(err, VT_EINPUT, "--model: missing: expected a GGUF file");
     else if (!o->prompts == !o->score_prefix_of)
@@ -265,6 +270,8 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     }
     if (o->package)
         c->package_kind = ends_with(o->package, ".whl") ? PKG_WHEEL : PKG_NPM;
+    else if (c->ops && c->ops->imports)
+        c->package_kind = PKG_IMPORTS;
 
     /* Side files are named relative to the capture's directory; both
      * directories must exist for publication anyway. The top-k file is
@@ -374,6 +381,9 @@ int vt_capture_run(vt_capture *c, vt_error *err)
                          c->prefix ? 0 : c->o.top_k, c->o.score_shape };
     if (rc == VT_OK)
         rc = vt_capture_repeat(r, &plan, c->side, c->topk, &res, err);
+    /* What the runner's process imported, all of it: asked after the runs. */
+    if (rc == VT_OK && c->package_kind == PKG_IMPORTS)
+        rc = vt_runner_imports(r, &id.imports, err);
     if (rc == VT_OK && c->side)
         rc = vt_logits_writer_finish(c->side, &c->side_sha, &c->side_size, err);
     if (rc == VT_OK && c->topk)

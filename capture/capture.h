@@ -16,10 +16,13 @@
  *           resolved, unresolved?} (only runner, threads, resolved, unresolved
  *           when the identity could not be read at all),
  *   package{kind,file,sha256,name,integrity,root,loaded[],members_checked,
- *           verified,problems[],notes[]}|null,
+ *           verified,problems[],notes[]}|null (kind "wheel" or "npm": --package;
+ *           kind "imports": what a Python runner's process imported, with
+ *           modules, objects, distributions[], outside[] as well),
  *   launcher{file,sha256,attested:true,manifest:<the JSON as given>}|null,
  *   settings{requested{...}, resolved{...}, differences[{field,requested,
- *           resolved,allowed}]},
+ *           resolved,allowed}]} (dtype and attention only for a runner that
+ *           has them: vt_runner_ops.has_dtype),
  *   prompt_file{name,size,sha256},
  *   prompts[{id, text?, tokens[], sha256}],
  *   runs[{prompt, repeat, status:"ok"|"error", error?, tokens[],
@@ -107,7 +110,7 @@
 #define VT_CAPTURE_MAX_SEED ((1ull << 53) - 1)
 
 typedef struct vt_capture_opts {
-    const char *runner;            /* "engine", "llamacpp" */
+    const char *runner;            /* "engine", "llamacpp", "transformers" */
     const char *model;             /* GGUF file */
     const char *prompts;           /* JSON Lines (prompts.h); NULL with score_prefix_of */
     const char *score_prefix_of;   /* a vt.capture to teacher-force on, or NULL */

@@ -407,10 +407,59 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *c
  * to what ran: the shared objects this process mapped from inside the
  * package's root (npm: the unpacked package; wheel: the installed files)
  * are its members, byte for byte. Every finding is a line of problems. */
+/* package{kind "imports"}: every module and shared object the runner's
+ * Python process imported, against the RECORDs of the distributions it
+ * imported them from (provenance/imports.c). loaded: the shared objects
+ * verified; distributions: each one owning an imported file; outside: what
+ * came from no distribution (the interpreter, libc, the CUDA driver),
+ * recorded by sha256 as the runtime and never counted as verified. */
+static cJSON *imports_package_json(const vt_capture_identity *idn, vt_error *err)
+{
+    vt_imports_report rep;
+    vt_sha256_hex sha;
+    if (!idn->imports) {
+        vt_error_set(err, VT_EINPUT, "capture: the runner wrote no imports list");
+        return NULL;
+    }
+    if (vt_sha256_file(idn->imports, &sha, NULL, err) != VT_OK || vt_imports_verify(idn->imports, &rep, err) != VT_OK)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    add_str(o, "kind", "imports");
+    add_str(o, "file", vt_capture_base_name(idn->imports));
+    add_str(o, "sha256", sha.hex);
+    add_str(o, "name", "safetensors, tokenizers, torch, transformers");
+    add_str(o, "integrity", "");
+    add_str(o, "computed_integrity", "");
+    add_str(o, "root", "");
+    cJSON *l = cJSON_AddArrayToObject(o, "loaded");
+    for (int i = 0; i < rep.n_loaded; i++)
+        cJSON_AddItemToArray(l, cJSON_CreateString(rep.loaded[i]));
+    add_num(o, "members_checked", rep.verified);
+    cJSON *probs = str_array(rep.problems, rep.n_problems);
+    if (rep.n_loaded == 0)
+        cJSON_AddItemToArray(probs, cJSON_CreateString("no shared object the process loaded is a distribution's "
+                                                       "member: the runner's code is not bound to the package"));
+    add_bool(o, "verified", rep.ok && cJSON_GetArraySize(probs) == 0);
+    cJSON_AddItemToObject(o, "problems", probs);
+    char line[160];
+    snprintf(line, sizeof line, "%d modules and %d shared objects checked, %d verified against their RECORDs, %d "
+             "from outside every distribution", rep.modules, rep.objects, rep.verified, rep.n_outside);
+    cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    cJSON_AddItemToArray(notes, cJSON_CreateString(line));
+    add_num(o, "modules", rep.modules);
+    add_num(o, "objects", rep.objects);
+    cJSON_AddItemToObject(o, "distributions", str_array(rep.dists, rep.n_dists));
+    cJSON_AddItemToObject(o, "outside", str_array(rep.outside, rep.n_outside));
+    vt_imports_report_free(&rep);
+    return o;
+}
+
 static cJSON *package_json(vt_capture *c, const vt_capture_identity *idn, vt_error *err)
 {
     if (c->package_kind == PKG_NONE)
         return cJSON_CreateNull();
+    if (c->package_kind == PKG_IMPORTS)
+        return imports_package_json(idn, err);
     const vt_runtime_identity *id = &idn->runtime;
     const char *pkg = c->o.package;
     vt_package_report rep;
@@ -507,6 +556,10 @@ static cJSON *settings_json(const vt_capture *c, const vt_runner_settings *s, in
     add_str(o, "mode", vt_exec_mode_name(s->mode));
     add_str(o, "cache_dtype", vt_cache_dtype_name(s->cache_dtype));
     add_str(o, "matmul", vt_matmul_mode_name(s->matmul));
+    if (c->ops->has_dtype) {
+        add_str(o, "dtype", vt_dtype_name(s->dtype));
+        add_str(o, "attention", vt_attn_impl_name(s->attention));
+    }
     add_num(o, "threads", s->n_threads);
     add_num(o, "n_ctx", s->n_ctx);
     add_num(o, "n_batch", s->n_batch);

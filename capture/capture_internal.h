@@ -17,7 +17,7 @@
 #include "../engine/gguf_file.h"
 #include "../provenance/provenance.h"
 
-enum { PKG_NONE = 0, PKG_WHEEL = 1, PKG_NPM = 2 };
+enum { PKG_NONE = 0, PKG_WHEEL = 1, PKG_NPM = 2, PKG_IMPORTS = 3 /* a Python runner's imported bytes */ };
 
 /* ------------------------------------------------------------ the runs */
 
@@ -118,6 +118,7 @@ typedef struct vt_capture_identity {
     vt_runtime_identity runtime;
     vt_runner_settings resolved;
     int32_t top_k; /* logprobs_top_k as applied (clipped to the vocabulary) */
+    const char *imports; /* the runner's vt.imports/1 file (PKG_IMPORTS), after the runs */
 } vt_capture_identity;
 
 /* The sealed document (c->text, c->seal, c->workload_seal) from the

@@ -14,11 +14,11 @@
 
 static const char *const allow_fields[] = {
     "model.files", "model.arch", "model.revision", "model.gguf", "repetitions", "mode", "cache_dtype", "matmul",
-    "n_ctx", "max_tokens", "threads", "n_batch", "seed", "logprobs_top_k", "sampling.top_k", "sampling.top_p",
+    "dtype", "attention", "n_ctx", "max_tokens", "threads", "n_batch", "seed", "logprobs_top_k", "sampling.top_k", "sampling.top_p",
     "sampling.min_p", "determinism",
 };
 static const char allow_list[] = "model.files, model.arch, model.revision, model.gguf, repetitions, mode, "
-                                 "cache_dtype, matmul, n_ctx, max_tokens, threads, n_batch, seed, logprobs_top_k, "
+                                 "cache_dtype, matmul, dtype, attention, n_ctx, max_tokens, threads, n_batch, seed, logprobs_top_k, "
                                  "sampling.top_k, sampling.top_p, sampling.min_p, determinism";
 
 int vt_nt_allow_field_known(const char *field, const char **list)
@@ -231,8 +231,9 @@ int vt_nt_runtime_difference(const vt_doc *a, const vt_doc *b, char *why, size_t
 }
 
 /* The settings that shape the scores' numbers: the scorer must run the
- * oracle's configuration. */
-static const char *const scoring_config[] = { "mode", "cache_dtype", "matmul", "n_ctx" };
+ * oracle's configuration (dtype and attention: the transformers runner's,
+ * absent from other runners' documents, and then equal). */
+static const char *const scoring_config[] = { "mode", "cache_dtype", "matmul", "n_ctx", "dtype", "attention" };
 
 /* Whether the scores are d's computation: the same runtime in depth and
  * the same scoring configuration; why gets the first difference. With
@@ -243,7 +244,7 @@ static int same_computation_as(const vt_doc *scores, const vt_doc *d, int eager_
     int r = vt_nt_runtime_difference(d, scores, why, cap);
     if (r != 0 || why[0])
         return 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof scoring_config / sizeof scoring_config[0]); i++) {
         char path[64];
         snprintf(path, sizeof path, "settings.resolved.%s", scoring_config[i]);
         const cJSON *a = jget(d->meta, path), *b = jget(scores->meta, path);
@@ -524,8 +525,10 @@ static void check_compute(const vt_nt_inputs *in, const vt_nt_rule *rule, vt_rea
 }
 
 static const char *const capacity_fields[] = { "n_ctx", "max_tokens" };
-static const char *const other_fields[] = { "threads", "n_batch", "seed", "logprobs_top_k",
-                                            "sampling.top_k", "sampling.top_p", "sampling.min_p" };
+/* dtype and attention: the transformers runner's (a capture of another
+ * runner has neither, which differs from any value it has). */
+static const char *const other_fields[] = { "threads", "n_batch", "seed", "logprobs_top_k", "sampling.top_k",
+                                            "sampling.top_p", "sampling.min_p", "dtype", "attention" };
 
 static void check_capacity(const vt_nt_inputs *in, const vt_nt_rule *rule, vt_reasons *out)
 {
@@ -534,7 +537,7 @@ static void check_capacity(const vt_nt_inputs *in, const vt_nt_rule *rule, vt_re
 
 static void check_settings(const vt_nt_inputs *in, const vt_nt_rule *rule, vt_reasons *out)
 {
-    settings_of(in, rule, other_fields, 7, "equal settings", out);
+    settings_of(in, rule, other_fields, 9, "equal settings", out);
 }
 
 /* The first leaf where two JSON values differ, as a dotted path. */
@@ -591,7 +594,7 @@ static cJSON *workload_for_comparison(const vt_doc *d, const vt_nt_guard_opts *o
     if (d->version < 2 || (o->allow_unverified && g))
         cJSON_DeleteItemFromObjectCaseSensitive(g, "vocab_sha256");
     static const char *const *groups[] = { compute_fields, capacity_fields, other_fields };
-    static const int sizes[] = { 3, 2, 7 };
+    static const int sizes[] = { 3, 2, 9 };
     for (int gi = 0; gi < 3; gi++)
         for (int i = 0; i < sizes[gi]; i++) {
             const char *f = groups[gi][i];

@@ -29,7 +29,9 @@
  *                what --mode/--cache-dtype/--matmul declare
  *   capacity     n_ctx or max_tokens differ
  *   settings     any other resolved setting differs (threads, n_batch,
- *                seed, logprobs_top_k, sampling.top_k/top_p/min_p)
+ *                seed, logprobs_top_k, sampling.top_k/top_p/min_p, and
+ *                the transformers runner's dtype and attention, which a
+ *                capture of another runner has not)
  *   workload     the workload seals differ once allowed fields are set
  *                aside (only when nothing above explains it)
  * The prefix scores against both (stage VT_NT_SCORES):
@@ -40,7 +42,7 @@
  *                vocabulary, runtime in depth (runner name, version,
  *                backend, device, library, binary and loaded objects by
  *                sha256, package sha256) and configuration (mode,
- *                cache_dtype, matmul, n_ctx). Never allowed.
+ *                cache_dtype, matmul, n_ctx, dtype, attention). Never allowed.
  *   scorer-local the scores are the local capture's own computation (their
  *                gaps are zero by construction). Never allowed.
  *   scores-determinism  a scoring repeat differs from its repeat 0

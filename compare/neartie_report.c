@@ -205,7 +205,7 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
         return NULL;
     }
     if (o->score_with && !vt_runner_find(o->score_with)) {
-        vt_error_set(err, VT_EINPUT, "--score-with '%s': expected a runner: engine or llamacpp", o->score_with);
+        vt_error_set(err, VT_EINPUT, "--score-with '%s': expected a runner: engine, llamacpp or transformers", o->score_with);
         return NULL;
     }
     if (o->score_with && !o->model) {

@@ -46,6 +46,8 @@ static const char *const cache_names[] = { "auto", "f32", "bf16", "fp8_e4m3" };
 static const char *const matmul_names[] = { "exact", "q8" };
 static const char *const backend_names[] = { "cpu", "hip" };
 static const char *const shape_names[] = { "replay", "batched" };
+static const char *const dtype_names[] = { "f32", "bf16" };
+static const char *const attention_names[] = { "eager", "sdpa" };
 
 static int parse_name(const char *s, const char *const *names, int n)
 {
@@ -60,6 +62,21 @@ const char *vt_cache_dtype_name(vt_cache_dtype d) { return (unsigned)d < 4 ? cac
 const char *vt_matmul_mode_name(vt_matmul_mode m) { return (unsigned)m < 2 ? matmul_names[m] : "?"; }
 
 const char *vt_backend_name(vt_backend b) { return (unsigned)b < 2 ? backend_names[b] : "?"; }
+
+const char *vt_dtype_name(vt_dtype d) { return (unsigned)d < 2 ? dtype_names[d] : "?"; }
+const char *vt_attn_impl_name(vt_attn_impl a) { return (unsigned)a < 2 ? attention_names[a] : "?"; }
+
+int vt_dtype_parse(const char *s, vt_dtype *out)
+{
+    int i = parse_name(s, dtype_names, 2);
+    return i < 0 ? 0 : (*out = (vt_dtype)i, 1);
+}
+
+int vt_attn_impl_parse(const char *s, vt_attn_impl *out)
+{
+    int i = parse_name(s, attention_names, 2);
+    return i < 0 ? 0 : (*out = (vt_attn_impl)i, 1);
+}
 
 int vt_backend_parse(const char *s, vt_backend *out)
 {
@@ -133,6 +150,12 @@ void vt_runner_close(vt_runner *r)
 int32_t vt_runner_n_vocab(const vt_runner *r) { return r->n_vocab; }
 
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out) { r->ops->identity(r->state, out); }
+
+int vt_runner_imports(vt_runner *r, const char **path, vt_error *err)
+{
+    *path = NULL;
+    return r->ops->imports ? r->ops->imports(r->state, path, err) : VT_OK;
+}
 
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r) { return &r->settings; }
 

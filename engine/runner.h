@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "codec.h"
 
 typedef enum vt_exec_mode {
     VT_MODE_PRODUCTION = 0, /* batched prefill, threads */
@@ -37,6 +38,16 @@ typedef enum vt_backend {
     VT_BACKEND_HIP = 1
 } vt_backend;
 
+/* vt_dtype (codec.h) is also the dtype a runner's model computes in: the
+ * transformers runner's export and torch dtype (the engine and llama.cpp
+ * compute in F32 and do not record it). */
+
+/* transformers' attention implementation (attn_implementation). */
+typedef enum vt_attn_impl {
+    VT_ATTN_EAGER = 0, /* transformers' own PyTorch code: softmax(QK^T)V as written */
+    VT_ATTN_SDPA = 1   /* torch.nn.functional.scaled_dot_product_attention */
+} vt_attn_impl;
+
 typedef struct vt_sampling {
     double temperature; /* 0: greedy (argmax, lowest id on ties) */
     int32_t top_k;      /* 0: off */
@@ -50,7 +61,9 @@ typedef struct vt_runner_settings {
     vt_cache_dtype cache_dtype;
     vt_matmul_mode matmul;     /* engine runner only */
     vt_backend backend;        /* engine runner only */
-    int32_t device;            /* the GPU's index (backend hip) */
+    int32_t device;            /* the GPU's index (backend hip; the transformers runner's CUDA device) */
+    vt_dtype dtype;            /* transformers runner only */
+    vt_attn_impl attention;    /* transformers runner only */
     int32_t n_threads;         /* production mode; eager always uses 1 */
     int32_t n_ctx;             /* sequence capacity (prompt + generated) */
     int32_t n_batch;           /* prefill batch size (production) */
@@ -79,6 +92,9 @@ typedef struct vt_runner_ops {
      * wheel): a strict capture must verify that package and bind the
      * libraries the runner loaded to it (capture/strict.h, rule package). */
     int code_from_package;
+    /* The runner computes in a chosen dtype with a chosen attention
+     * implementation: captures record settings.dtype and .attention. */
+    int has_dtype;
     /* Load the model for settings; *state on success. */
     int (*open)(const vt_runner_settings *s, void **state, vt_error *err);
     /* Forget the sequence (empty the KV cache and any recurrent state). */
@@ -97,6 +113,12 @@ typedef struct vt_runner_ops {
      * that quietly differs from its request is visible. May be NULL: the
      * settings are then taken as applied unchanged. */
     void (*resolved)(void *state, vt_runner_settings *out);
+    /* May be NULL. The runner's code runs in a Python process of its own:
+     * *path is a vt.imports/1 file (provenance/imports.c) that process wrote
+     * on this call, listing every module and shared object it has imported
+     * so far; a capture asks after its runs and verifies it as the package
+     * (kind "imports"). The path lives until close. */
+    int (*imports)(void *state, const char **path, vt_error *err);
     void (*close)(void *state);
 } vt_runner_ops;
 
@@ -107,12 +129,16 @@ const char *vt_exec_mode_name(vt_exec_mode m);
 const char *vt_cache_dtype_name(vt_cache_dtype d);
 const char *vt_matmul_mode_name(vt_matmul_mode m);
 const char *vt_backend_name(vt_backend b); /* "cpu", "hip" */
+const char *vt_dtype_name(vt_dtype d);        /* "f32", "bf16" */
+const char *vt_attn_impl_name(vt_attn_impl a); /* "eager", "sdpa" */
+int vt_dtype_parse(const char *s, vt_dtype *out);
+int vt_attn_impl_parse(const char *s, vt_attn_impl *out);
 int vt_backend_parse(const char *s, vt_backend *out);
 int vt_exec_mode_parse(const char *s, vt_exec_mode *out);
 int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out);
 int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out);
 
-/* The registry: "engine", "llamacpp". NULL if unknown. */
+/* The registry: "engine", "llamacpp", "transformers". NULL if unknown. */
 const vt_runner_ops *vt_runner_find(const char *name);
 
 typedef struct vt_runner vt_runner; /* opaque: ops + state + scratch */
@@ -120,6 +146,9 @@ typedef struct vt_runner vt_runner; /* opaque: ops + state + scratch */
 vt_runner *vt_runner_open(const vt_runner_ops *ops, const vt_runner_settings *s, vt_error *err);
 void vt_runner_close(vt_runner *r);
 int32_t vt_runner_n_vocab(const vt_runner *r);
+/* The runner's imports list (vt_runner_ops.imports): VT_OK with *path NULL
+ * for a runner without one. */
+int vt_runner_imports(vt_runner *r, const char **path, vt_error *err);
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out);
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r);
 /* The settings as applied (see vt_runner_ops.resolved); seed and sampling

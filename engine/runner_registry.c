@@ -5,8 +5,9 @@
 
 extern const vt_runner_ops vt_runner_engine;   /* engine/runner_engine.c */
 extern const vt_runner_ops vt_runner_llamacpp; /* oracle/llamacpp_runner.c */
+extern const vt_runner_ops vt_runner_transformers; /* oracle/transformers_runner.c */
 
-static const vt_runner_ops *const runners[] = { &vt_runner_engine, &vt_runner_llamacpp };
+static const vt_runner_ops *const runners[] = { &vt_runner_engine, &vt_runner_llamacpp, &vt_runner_transformers };
 
 const vt_runner_ops *vt_runner_find(const char *name)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 
 static const char usage_text[] =
-    "usage: vt-capture --runner engine|llamacpp --model X.gguf --prompts P.jsonl --out C.json\n"
+    "usage: vt-capture --runner engine|llamacpp|transformers --model X.gguf --prompts P.jsonl --out C.json\n"
     "                  [--repetitions N] [--max-tokens N] [--top-k K] [--topk-out F]\n"
     "                  [--logits-out F]\n"
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"

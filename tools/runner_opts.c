@@ -12,6 +12,7 @@ const char vt_runner_options_usage[] =
     "  --cache-dtype auto|f32|bf16|fp8_e4m3   KV cache storage (llama.cpp has no fp8_e4m3)\n"
     "  --matmul q8|exact              engine: activations through the codec's dot type (default), or not\n"
     "  --backend cpu|hip  --device N   engine: compute on the CPU or on GPU N (the GPU backend module)\n"
+    "  --dtype f32|bf16  --attention eager|sdpa   transformers: the model's dtype, its attention code\n"
     "  --threads N  --n-ctx N  --n-batch N  --seed S\n"
     "  --temperature T  --top-p P  --min-p P  --sample-top-k K   sampling (default greedy)\n";
 
@@ -45,6 +46,10 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
         return vt_matmul_mode_parse(val, &s->matmul) ? 1 : bad(tool, opt, val, "q8 or exact");
     if (strcmp(opt, "--backend") == 0)
         return vt_backend_parse(val, &s->backend) ? 1 : bad(tool, opt, val, "cpu or hip");
+    if (strcmp(opt, "--dtype") == 0)
+        return vt_dtype_parse(val, &s->dtype) ? 1 : bad(tool, opt, val, "f32 or bf16");
+    if (strcmp(opt, "--attention") == 0)
+        return vt_attn_impl_parse(val, &s->attention) ? 1 : bad(tool, opt, val, "eager or sdpa");
     if (strcmp(opt, "--device") == 0) {
         if (!vt_parse_i64(val, 0, 63, &n))
             return bad(tool, opt, val, "an integer in 0..63");
@@ -87,7 +92,7 @@ int vt_runner_pair(const char *tool, const char *local, const char *oracle, vt_b
     *oo = vt_runner_find(oracle);
     const char *opt = !*lo ? "--local" : !*oo ? "--oracle" : NULL;
     if (opt) {
-        fprintf(stderr, "%s: %s '%s': expected engine or llamacpp\n", tool, opt, !*lo ? local : oracle);
+        fprintf(stderr, "%s: %s '%s': expected engine, llamacpp or transformers\n", tool, opt, !*lo ? local : oracle);
         return 2;
     }
     /* The engine on the GPU against the engine on the CPU is two computations. */

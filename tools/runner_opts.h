@@ -6,7 +6,7 @@
 #include "../engine/runner.h"
 
 /* If opt is a runner option (--mode, --cache-dtype, --matmul, --threads,
- * --n-ctx, --n-batch, --seed, --temperature, --top-p, --min-p, --sample-top-k),
+ * --n-ctx, --n-batch, --seed, --dtype, --attention, --temperature, --top-p, --min-p, --sample-top-k),
  * parse val into s and return 1; for a bad value print one line
  * "TOOL: OPT 'VAL': expected ..." and return -1; return 0 if opt is not one. */
 int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runner_settings *s);
