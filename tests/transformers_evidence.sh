@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The committed transformers evidence (fixtures/transformers/*.tar.gz, made
+# on the lent GPU by scripts/transformers-evidence) checked without a GPU
+# or transformers, as CI must: the primary oracle's verdict reproduced.
+#   1. each archive verifies against its seal and is extracted by vt-seal;
+#   2. its oracle capture is transformers' (runtime.runner.name), strict,
+#      with the package verified from the imported bytes (kind "imports",
+#      no problem) -- vt-neartie re-checks strictness below;
+#   3. the model is made again (vt fixture make, seed 1, from the archive's
+#      name) and must be the file the captures name (sha256);
+#   4. the CPU engine captures the prompts fresh with the committed CPU
+#      capture's settings, and must give its tokens and logits bit for bit
+#      (every run's logits_sha256) and the same workload seal: the streams
+#      transformers scored are the ones this checkout's engine computes;
+#   5. vt-neartie scores the committed CPU capture against transformers'
+#      with transformers' prefix scores (replay and batched): exit 0, every
+#      prompt strict, both captures strict evidence.
+# Then the checks are shown to refuse: a fresh capture that differs (cache
+# bf16), prefix scores bound to another capture, one capture twice, and a
+# byte changed in an archive.
+# usage: tests/transformers_evidence.sh BINDIR [ROOT]
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+root=$(cd "${2:-$(dirname "$0")/..}" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+say() { echo "transformers_evidence: $*"; }
+bad() { say "FAIL: $*"; fail=1; }
+
+# same_runs A B: 0 when both captures' runs have the same tokens and logits digests, in order.
+same_runs() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ra = [(r["prompt"], r["repeat"], r["tokens"], r.get("logits_sha256")) for r in a["runs"]]
+rb = [(r["prompt"], r["repeat"], r["tokens"], r.get("logits_sha256")) for r in b["runs"]]
+if ra != rb:
+    i = next(i for i, (x, y) in enumerate(zip(ra + [None], rb + [None])) if x != y)
+    print("runs[%d] differ" % i)
+    sys.exit(1)
+if a["workload_seal"] != b["workload_seal"]:
+    print("workload_seal %s vs %s" % (a["workload_seal"], b["workload_seal"]))
+    sys.exit(1)
+print("%d runs identical, workload_seal %s" % (len(ra), a["workload_seal"]))
+PY
+}
+
+archives=("$root"/fixtures/transformers/*.tar.gz)
+if [ ! -e "${archives[0]}" ]; then
+    bad "no archive under fixtures/transformers/"
+    exit 1
+fi
+say "${#archives[@]} archives"
+for a in "${archives[@]}"; do
+    name=$(basename "$a" .tar.gz)
+    d=$work/$name
+    mkdir -p "$d"
+    if ! "$bin/vt-seal" verify "$a" >"$d/verify.log" 2>&1; then
+        bad "$name: vt-seal verify: $(tail -1 "$d/verify.log")"
+        continue
+    fi
+    if ! "$bin/vt-seal" extract "$a" -C "$d/x" >/dev/null 2>"$d/extract.log"; then
+        bad "$name: vt-seal extract: $(tail -1 "$d/extract.log")"
+        continue
+    fi
+    ev=$(find "$d/x" -name "$name.hf-f32-eager.json" -printf '%h\n' | head -1)
+    hf=$ev/$name.hf-f32-eager.json cpu=$ev/$name.cpu-auto.json
+    scores=$ev/$name.hf-f32-eager.scores-cpu-auto.json batched=$ev/$name.hf-f32-eager.batched-cpu-auto.json
+    for f in "$hf" "$cpu" "$scores" "$batched"; do
+        [ -f "$f" ] || { bad "$name: $(basename "$f"): missing from the archive"; continue 2; }
+    done
+    why=$(python3 - "$hf" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p, r = d["package"], d["runtime"]["runner"]
+if r["name"] != "transformers":
+    print("runtime.runner.name %s: expected transformers" % r["name"])
+elif p is None or p["kind"] != "imports" or not p["verified"] or p["problems"]:
+    print("package: expected kind imports, verified, no problem")
+elif d["settings"]["resolved"]["repetitions"] < 10 or not d["determinism"]["identical_logits"]:
+    print("determinism: expected 10 identical repeats")
+else:
+    print("ok %s, %s" % (r["version"], p["notes"][0]))
+PY
+)
+    case $why in ok*) ;; *) bad "$name: $why"; continue ;; esac
+    case $name in
+    q35-tiny-*) arch=qwen35 weights=${name#q35-tiny-} ;;
+    tiny-*) arch=qwen3 weights=${name#tiny-} ;;
+    *) bad "$name: expected tiny-TYPE or q35-tiny-TYPE"; continue ;;
+    esac
+    model=$ev/$name.gguf
+    "$bin/vt" fixture make --arch "$arch" --preset tiny --weights "$weights" --seed 1 -o "$model" >/dev/null ||
+        { bad "$name: vt fixture make failed"; continue; }
+    want=$(grep -o '"files":\[{[^}]*}' "$hf" | head -1 | grep -o '"sha256":"[0-9a-f]*"' | cut -d'"' -f4)
+    have=$(sha256sum "$model" | cut -d' ' -f1)
+    [ "$want" = "$have" ] || { bad "$name: the fixture made now has sha256 $have: the captures name $want"; continue; }
+    # The CPU engine, fresh, with the committed capture's settings.
+    fresh=(--runner engine --matmul exact --threads 1 --model "$model" --prompts "$ev/prompts.jsonl" --repetitions 10
+           --max-tokens 16 --no-timestamp --model-manifest "$ev/$name.manifest.json"
+           --launcher-manifest "$ev/$name.launcher.json")
+    if ! "$bin/vt-capture" "${fresh[@]}" --strict --out "$d/fresh.json" >"$d/fresh.log" 2>&1; then
+        bad "$name: fresh CPU capture: $(tail -1 "$d/fresh.log")"
+        continue
+    fi
+    same=$(same_runs "$cpu" "$d/fresh.json") || { bad "$name: the fresh CPU capture differs from the scored one: $same"; continue; }
+    "$bin/vt-neartie" --local "$cpu" --oracle "$hf" --prefix-scores "$scores" --prefix-scores "$batched" \
+        --allow-diff dtype --allow-diff attention --out "$d/report.json" >"$d/neartie.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || { bad "$name: vt-neartie CPU vs transformers: exit $rc: $(tail -3 "$d/neartie.log" | tr '\n' ' ')"; continue; }
+    grep -q "^totals: 16 prompts: 16 strict," "$d/neartie.log" || { bad "$name: $(grep '^totals' "$d/neartie.log")"; continue; }
+    grep -q "^evidence: strict" "$d/neartie.log" || { bad "$name: $(grep '^evidence' "$d/neartie.log")"; continue; }
+    say "$name: OK: seal, transformers $why; model $have; fresh CPU capture: $same; vt-neartie exit 0:" \
+        "$(grep '^totals' "$d/neartie.log" | cut -c9-)"
+done
+
+# The checks refuse what they must.
+name=$(basename "${archives[0]}" .tar.gz)
+d=$work/$name
+ev=$(find "$d/x" -name "$name.hf-f32-eager.json" -printf '%h\n' 2>/dev/null | head -1)
+if [ -n "$ev" ] && [ -f "$ev/$name.gguf" ]; then
+    "$bin/vt-capture" --runner engine --matmul exact --threads 1 --cache-dtype bf16 --model "$ev/$name.gguf" \
+        --prompts "$ev/prompts.jsonl" --repetitions 10 --max-tokens 16 --no-timestamp --out "$d/other.json" >/dev/null 2>&1
+    if same_runs "$ev/$name.cpu-auto.json" "$d/other.json" >/dev/null; then
+        bad "negative: a CPU capture in another cache dtype passed as the scored one"
+    else
+        say "negative: a fresh capture that differs (cache bf16) is refused"
+    fi
+    if "$bin/vt-neartie" --local "$d/other.json" --oracle "$ev/$name.hf-f32-eager.json" --allow-unverified \
+        --prefix-scores "$ev/$name.hf-f32-eager.scores-cpu-auto.json" --allow-diff dtype --allow-diff attention \
+        --allow-diff cache_dtype >/dev/null 2>&1; then
+        bad "negative: prefix scores of another capture's streams were accepted"
+    else
+        say "negative: prefix scores bound to another capture are refused"
+    fi
+    if "$bin/vt-neartie" --local "$ev/$name.hf-f32-eager.json" --oracle "$ev/$name.hf-f32-eager.json" \
+        --prefix-scores "$ev/$name.hf-f32-eager.scores-cpu-auto.json" >/dev/null 2>&1; then
+        bad "negative: transformers' capture against itself was accepted"
+    else
+        say "negative: one capture twice is refused"
+    fi
+fi
+cp "${archives[0]}" "$work/tampered.tar.gz"
+cp "${archives[0]}.seal.json" "$work/tampered.tar.gz.seal.json"
+byte=$(od -An -tu1 -j1000 -N1 "$work/tampered.tar.gz" | tr -d ' ')
+printf "\\$(printf %o $((byte ^ 0xff)))" | dd of="$work/tampered.tar.gz" bs=1 seek=1000 conv=notrunc status=none
+cmp -s "${archives[0]}" "$work/tampered.tar.gz" && bad "negative: the byte was not changed"
+if "$bin/vt-seal" verify "$work/tampered.tar.gz" >/dev/null 2>&1; then
+    bad "negative: an archive with a changed byte verified"
+else
+    say "negative: an archive with a changed byte is refused"
+fi
+[ $fail = 0 ] && say "PASSED" || say "FAILED"
+exit $fail
