@@ -10,6 +10,7 @@
  * hot path only hashes and compares bytes; scratch buffers live in the
  * handle and only grow, so tokenizing does not allocate per token. */
 #include "tokenizer.h"
+#include "tokenizer_regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -18,41 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- pre-tokenizer regexes ----
- *
- * The patterns are llama.cpp's (its adapted forms, with the case-insensitive
- * contraction group spelled out), made to classify code points exactly as
- * llama.cpp's own tables do:
- *  - \s is spelled out as llama.cpp's whitespace set (the Unicode White_Space
- *    property); PCRE2's \s also takes U+180E.
- *  - llama.cpp's tables are Unicode 15.1; PCRE2 10.42 is Unicode 14.0. The
- *    X ranges are the code points that are L / N / M in 15.1 but unassigned
- *    in 14.0 (Kawi, Nag Mundari, Kaktovik numerals, CJK Ext. H and I, ...).
- *    Nothing changed category the other way. With PCRE2 at Unicode 15.x the
- *    additions are redundant; newer PCRE2 is refused at open (see below). */
-#define WS "\\t\\n\\x0B\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}" \
-           "\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-#define LX "\\x{1123F}-\\x{11240}\\x{11F02}\\x{11F04}-\\x{11F10}\\x{11F12}-\\x{11F33}" \
-           "\\x{1342F}\\x{13441}-\\x{13446}\\x{1B132}\\x{1B155}\\x{1DF25}-\\x{1DF2A}"  \
-           "\\x{1E030}-\\x{1E06D}\\x{1E4D0}-\\x{1E4EB}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}" \
-           "\\x{31350}-\\x{323AF}"
-#define NX "\\x{11F50}-\\x{11F59}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}"
-#define MX "\\x{0CF3}\\x{0ECE}\\x{10EFD}-\\x{10EFF}\\x{11241}\\x{11F00}-\\x{11F01}"      \
-           "\\x{11F03}\\x{11F34}-\\x{11F3A}\\x{11F3E}-\\x{11F42}\\x{13440}"             \
-           "\\x{13447}-\\x{13455}\\x{1E08F}\\x{1E4EC}-\\x{1E4EF}"
-#define CL "\\p{L}" LX
-#define CN "\\p{N}" NX
-#define CM "\\p{M}" MX
-#define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define WS_TAIL "|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
+/* ---- pre-tokenizer regexes (engine/tokenizer_regex.h says how they are
+ * spelled). With PCRE2 at Unicode 15.x the X ranges are redundant; newer
+ * PCRE2 is refused at open (see below). ---- */
 
-/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
- * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static const char re_qwen2[] = CONTRACTIONS "|[^\\r\\n" CL CN "]?[" CL "]+|[" CN "]| ?[^" WS CL CN
-                               "]+[\\r\\n]*" WS_TAIL;
-/* As qwen2, but letter runs also take combining marks: [\p{L}\p{M}]+ */
-static const char re_qwen35[] = CONTRACTIONS "|[^\\r\\n" CL CN "]?[" CL CM "]+|[" CN "]| ?[^" WS CL
-                                CM CN "]+[\\r\\n]*" WS_TAIL;
+static const char re_qwen2[] = VT_RE_QWEN2("");
+static const char re_qwen35[] = VT_RE_QWEN35("");
 
 /* Unicode versions of PCRE2 whose classes, with the X ranges added, equal
  * llama.cpp's tables: 14.0 (which the ranges were measured against) to 15.1. */

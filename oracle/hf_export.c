@@ -582,6 +582,23 @@ static int token_id(const vt_gguf *g, const char *key, int64_t *out)
     return vt_gguf_get_i64(g, key, out) && *out >= 0;
 }
 
+/* The shape keys both configs share (Qwen3Config and Qwen3_5TextConfig
+ * spell them alike). */
+static void add_shape(cJSON *c, int64_t n_vocab, int64_t n_embd, int64_t n_ff, int64_t n_layer, int64_t n_head,
+                      int64_t n_head_kv, int64_t head_dim, int64_t n_ctx_train, double rms_eps)
+{
+    add_num(c, "vocab_size", (double)n_vocab);
+    add_num(c, "hidden_size", (double)n_embd);
+    add_num(c, "intermediate_size", (double)n_ff);
+    add_num(c, "num_hidden_layers", (double)n_layer);
+    add_num(c, "num_attention_heads", (double)n_head);
+    add_num(c, "num_key_value_heads", (double)n_head_kv);
+    add_num(c, "head_dim", (double)head_dim);
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    add_num(c, "max_position_embeddings", n_ctx_train > 0 ? (double)n_ctx_train : 2048);
+    add_num(c, "rms_norm_eps", rms_eps);
+}
+
 /* The keys both configs end with; the printed JSON and a newline. */
 static char *config_finish(cJSON *c, const vt_gguf *g, int tied, vt_st_dtype dtype)
 {
@@ -630,16 +647,8 @@ static char *config_qwen3(const vt_gguf *g, const vt_qwen3_hparams *hp, int32_t 
     cJSON *c = config_start("Qwen3ForCausalLM", "qwen3");
     if (!c)
         return NULL;
-    add_num(c, "vocab_size", n_vocab);
-    add_num(c, "hidden_size", hp->n_embd);
-    add_num(c, "intermediate_size", hp->n_ff);
-    add_num(c, "num_hidden_layers", hp->n_layer);
-    add_num(c, "num_attention_heads", hp->n_head);
-    add_num(c, "num_key_value_heads", hp->n_head_kv);
-    add_num(c, "head_dim", hp->head_dim);
-    cJSON_AddStringToObject(c, "hidden_act", "silu");
-    add_num(c, "max_position_embeddings", hp->n_ctx_train > 0 ? hp->n_ctx_train : 2048);
-    add_num(c, "rms_norm_eps", (double)hp->rms_eps);
+    add_shape(c, n_vocab, hp->n_embd, hp->n_ff, hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim,
+              hp->n_ctx_train, hp->rms_eps);
     add_num(c, "rope_theta", (double)hp->rope_base);
     cJSON_AddNullToObject(c, "rope_scaling");
     cJSON_AddFalseToObject(c, "attention_bias");
@@ -675,16 +684,8 @@ static char *config_qwen35(const vt_gguf *g, const q35_model *q, int tied, vt_st
     cJSON *c = config_start("Qwen3_5ForCausalLM", "qwen3_5_text");
     if (!c)
         return NULL;
-    add_num(c, "vocab_size", hp->n_vocab);
-    add_num(c, "hidden_size", hp->n_embd);
-    add_num(c, "intermediate_size", hp->n_ff);
-    add_num(c, "num_hidden_layers", hp->n_layer);
-    add_num(c, "num_attention_heads", hp->n_head);
-    add_num(c, "num_key_value_heads", hp->n_head_kv);
-    add_num(c, "head_dim", hp->head_dim);
-    cJSON_AddStringToObject(c, "hidden_act", "silu");
-    add_num(c, "max_position_embeddings", hp->n_ctx_train > 0 ? hp->n_ctx_train : 2048);
-    add_num(c, "rms_norm_eps", (double)hp->rms_eps);
+    add_shape(c, hp->n_vocab, hp->n_embd, hp->n_ff, hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim,
+              hp->n_ctx_train, hp->rms_eps);
     cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
     for (int32_t l = 0; types && l < hp->n_layer; l++)
         cJSON_AddItemToArray(types, cJSON_CreateString(q->recurrent[l] ? "linear_attention" : "full_attention"));

@@ -10,6 +10,7 @@
 #include "../common/vt_sbuf.h"
 #include "../common/vt_utf8.h"
 #include "../engine/tokenizer.h"
+#include "../engine/tokenizer_regex.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,26 +19,17 @@
 
 /* ---- the pre-tokenizer regex ----
  *
- * engine/tokenizer.c's patterns, spelled the same way (keep them equal:
- * tests/test_hf_tokenizer.c tokenizes with this regex, vocab and merges and
- * compares with vt_tokenize): WS is llama.cpp's whitespace set, LX / NX /
- * MX the Unicode 15.1 letters / numbers / marks that Unicode 14.0 does not
- * have. U16, added here: the code points that are a letter, number or mark
+ * engine/tokenizer.c's patterns, from the one spelling of both
+ * (engine/tokenizer_regex.h: llama.cpp's whitespace set, the Unicode 15.1
+ * letters / numbers / marks that Unicode 14.0 does not have), each class of
+ * letters, numbers or marks intersected with [^U16] (tests/test_hf_tokenizer.c
+ * tokenizes with this regex, vocab and merges and compares with
+ * vt_tokenize). U16, added here: the code points that are a letter, number or mark
  * in Unicode 16.0 and none of these in 15.1 (from Oniguruma's property
  * tables at Unicode 15.1 and 16.0; none changed between L, N and M, and
  * none left them). "[X&&[^U16]]" is Oniguruma's class intersection, lower
  * in precedence than everything in a class but '^': [^X&&[^U16]] is the
  * complement of X less U16. */
-#define WS "\\t\\n\\x0B\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}" \
-           "\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-#define LX "\\x{1123F}-\\x{11240}\\x{11F02}\\x{11F04}-\\x{11F10}\\x{11F12}-\\x{11F33}" \
-           "\\x{1342F}\\x{13441}-\\x{13446}\\x{1B132}\\x{1B155}\\x{1DF25}-\\x{1DF2A}"  \
-           "\\x{1E030}-\\x{1E06D}\\x{1E4D0}-\\x{1E4EB}\\x{2B739}\\x{2EBF0}-\\x{2EE5D}" \
-           "\\x{31350}-\\x{323AF}"
-#define NX "\\x{11F50}-\\x{11F59}\\x{1D2C0}-\\x{1D2D3}\\x{1E4F0}-\\x{1E4F9}"
-#define MX "\\x{0CF3}\\x{0ECE}\\x{10EFD}-\\x{10EFF}\\x{11241}\\x{11F00}-\\x{11F01}"      \
-           "\\x{11F03}\\x{11F34}-\\x{11F3A}\\x{11F3E}-\\x{11F42}\\x{13440}"             \
-           "\\x{13447}-\\x{13455}\\x{1E08F}\\x{1E4EC}-\\x{1E4EF}"
 #define U16 "\\x{0897}\\x{1C89}-\\x{1C8A}\\x{A7CB}-\\x{A7CD}\\x{A7DA}-\\x{A7DC}"             \
             "\\x{105C0}-\\x{105F3}\\x{10D40}-\\x{10D65}\\x{10D69}-\\x{10D6D}"              \
             "\\x{10D6F}-\\x{10D85}\\x{10EC2}-\\x{10EC4}\\x{10EFC}\\x{11380}-\\x{11389}"    \
@@ -47,19 +39,9 @@
             "\\x{13460}-\\x{143FA}\\x{16100}-\\x{16139}\\x{16D40}-\\x{16D6C}"              \
             "\\x{16D70}-\\x{16D79}\\x{18CFF}\\x{1CCF0}-\\x{1CCF9}\\x{1E5D0}-\\x{1E5FA}"
 #define NOT16 "&&[^" U16 "]"
-#define CL "\\p{L}" LX
-#define CN "\\p{N}" NX
-#define CM "\\p{M}" MX
-#define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define WS_TAIL "|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
 
-/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
- * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static const char re_qwen2[] = CONTRACTIONS "|[^\\r\\n" CL CN NOT16 "]?[" CL NOT16 "]+|[" CN NOT16
-                               "]| ?[^" WS CL CN NOT16 "]+[\\r\\n]*" WS_TAIL;
-/* As qwen2, but letter runs also take combining marks: [\p{L}\p{M}]+ */
-static const char re_qwen35[] = CONTRACTIONS "|[^\\r\\n" CL CN NOT16 "]?[" CL CM NOT16 "]+|[" CN NOT16
-                                "]| ?[^" WS CL CM CN NOT16 "]+[\\r\\n]*" WS_TAIL;
+static const char re_qwen2[] = VT_RE_QWEN2(NOT16);
+static const char re_qwen35[] = VT_RE_QWEN35(NOT16);
 
 const char *vt_hf_tokenizer_regex(const char *pre)
 {
