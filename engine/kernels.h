@@ -2,7 +2,8 @@
  * qwen35.c are each one forward pass written on top of it.
  *
  *   dot kernels      one summation order on every ISA (16 partial sums, no FMA);
- *                    integer block products (Q8_0, Q6_K) in ggml's own order
+ *                    integer block products in ggml's own order, and matrix
+ *                    kernels (AVX-512 VNNI) that tile them, the values unchanged
  *   activation rounding   --matmul q8: the activation through the weight
  *                    codec's vec_dot_type, as llama.cpp's CPU backend
  *   thread pool      work split by index, so which thread computes an
@@ -61,6 +62,7 @@ typedef struct vt_kernels {
     /* x = silu(x) over one row, as ggml_vec_silu_f32. */
     void (*silu)(float *x, int64_t n);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
+    int vnni; /* and the AVX-512 VNNI matrix kernels (kernels_intdot.c; same values) */
 } vt_kernels;
 
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",

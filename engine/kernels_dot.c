@@ -281,31 +281,41 @@ __attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc,
 #endif
 
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
- * "sse2", "avx2", "avx512f"; a diagnostic override, honoured only if the CPU
- * has it): results are identical either way, which is how that is tested. */
+ * "sse2", "avx2", "avx512f", "avx512vnni"; a diagnostic override, honoured
+ * only if the CPU has it): results are identical either way, which is how
+ * that is tested. avx512vnni is avx512f plus the integer matrix kernels of
+ * kernels_intdot.c that need AVX-512 BW, VL and VNNI (and F16C). */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
     /* Without FMA hardware the fused products are the C library's fmaf:
      * the same bits, slowly. */
-    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
-    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0 };
+    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
+    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
     static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
-                                         exp_sum_fma, swiglu_fma, silu_fma, 1 };
+                                         exp_sum_fma, swiglu_fma, silu_fma, 1, 0 };
     static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
-                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1 };
+                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 0 };
+    static const vt_kernels avx512vnni = { "avx512vnni", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma,
+                                           axpy_avx512, fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 1 };
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    const int has_vnni = has512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
     const int has2 = __builtin_cpu_supports("avx2");
     const vt_kernels *k2 = has2 && __builtin_cpu_supports("fma") ? &avx2_fma : &avx2;
     if (want && strcmp(want, "sse2") == 0)
         return sse2;
     if (want && strcmp(want, "avx2") == 0 && has2)
         return *k2;
+    if (want && strcmp(want, "avx512f") == 0 && has512)
+        return avx512;
+    if (has_vnni && !(want && strcmp(want, "avx2") == 0))
+        return avx512vnni;
     if (has512 && !(want && strcmp(want, "avx2") == 0))
         return avx512;
     return has2 ? *k2 : sse2;

@@ -42,6 +42,18 @@ size_t vt_act_block_row_bytes(vt_act_type act, int64_t n);
 /* One token's activation quantized to act's blocks, as ggml's x86 build. */
 void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n);
 
+/* A matrix kernel: rows [r0, r1) of w against n_tok tokens of an activation
+ * in the wide layout (vt_act_quantize_wide), y[t * ldy + o]; each output
+ * the same value as w's integer product gives it. NULL from vt_int_gemm_of:
+ * the kernel set has none for w (the integer products row by row). */
+typedef void (*vt_int_gemm_fn)(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xw, int64_t n_tok,
+                               float *y, int64_t ldy);
+vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w);
+/* Bytes of n_tok tokens of n elements in the wide layout, and the layout
+ * written (Q8_0 values, as vt_act_quantize_row rounds them). */
+size_t vt_act_wide_bytes(int64_t n_tok, int64_t n);
+void vt_act_quantize_wide(const float *x, int64_t n_tok, int64_t n, uint8_t *dst);
+
 /* Between kernels_pool.c and the compute context (kernels_matmul.c): start
  * n threads (n - 1 workers), and stop the started ones. */
 int vt_pool_start(vt_pool *p, int n, vt_error *err);

@@ -306,3 +306,203 @@ void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t 
             vt_q8_k_block_write(x + b * 256, dst + b * VT_Q8_K_BYTES);
     }
 }
+
+/* ======================================================================
+ * Matrix kernels (AVX-512 VNNI): Q8_0 weights against many tokens at once.
+ * Each output keeps vt_dot_q8_0's arithmetic exactly (eight exact integer
+ * lanes per block, acc[m] = fma(d_w * d_x, lane m, acc[m]) block after
+ * block, vt_hsum8); only the work is interleaved: a tile of four weight
+ * rows meets two tokens per 512-bit register (token 2p in the low half,
+ * 2p + 1 in the high half), so each weight block is loaded once per tile
+ * and each activation block once per four rows.
+ *
+ * The lanes come from VPDPBUSD, which multiplies unsigned by signed bytes:
+ * the weight is offset to w + 128 and the accumulator starts at -128 times
+ * the lane's sum of activation values, so the lane is sum w * x exactly
+ * (|sum| < 2^17, no wrap). The activation is therefore laid out for the
+ * kernel, once per token (vt_act_wide_*): tokens in pairs; per pair and
+ * block, VT_WIDE_PAIR_BYTES: the two tokens' 32 int8 values, their eight
+ * offset sums (int32), their d as F32 eight times (one load per register). An odd last token's partner is
+ * zero and its outputs are dropped.
+ * ====================================================================== */
+
+
+enum { VT_WIDE_PAIR_BYTES = 64 + 64 + 8 };
+
+size_t vt_act_wide_bytes(int64_t n_tok, int64_t n)
+{
+    return (size_t)((n_tok + 1) / 2) * (size_t)(n / 32) * VT_WIDE_PAIR_BYTES;
+}
+
+#ifdef VT_X86
+#define VT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,f16c,fma")))
+
+/* vt_q8_0_quant_block in AVX-512: the same maximum (exact in any order;
+ * a NaN element is skipped as fmaxf skips it), the same products x * id
+ * rounded to nearest even; returns d's F16 bits. */
+VT_VNNI_TARGET static uint16_t q8_0_quant_block_avx512(const float *x, int8_t *q)
+{
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    const __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
+    const float amax = _mm512_reduce_max_ps(m);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 v = _mm512_set1_ps(id);
+    _mm_storeu_si128((__m128i *)(void *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, v))));
+    _mm_storeu_si128((__m128i *)(void *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, v))));
+    return vt_f32_to_f16_bits(amax / 127.0f);
+}
+#endif
+
+/* The wide layout is only made for the VNNI kernels, so the AVX-512
+ * quantizer is always there when it is called (a portable build never
+ * calls it). */
+void vt_act_quantize_wide(const float *x, int64_t n_tok, int64_t n, uint8_t *dst)
+{
+    const int64_t nb = n / 32;
+    memset(dst, 0, vt_act_wide_bytes(n_tok, n));
+    for (int64_t t = 0; t < n_tok; t++) {
+        const int s = (int)(t % 2);
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *blk = dst + (size_t)((t / 2) * nb + b) * VT_WIDE_PAIR_BYTES;
+            int8_t q[32];
+#ifdef VT_X86
+            const float d = vt_half_bits_to_f32(q8_0_quant_block_avx512(x + t * n + b * 32, q));
+#else
+            const float d = vt_half_bits_to_f32(vt_q8_0_quant_block(x + t * n + b * 32, q));
+#endif
+            memcpy(blk + 32 * s, q, 32);
+            for (int m = 0; m < 8; m++) {
+                const int32_t ls = -128 * (q[4 * m] + q[4 * m + 1] + q[4 * m + 2] + q[4 * m + 3]);
+                memcpy(blk + 64 + 32 * s + 4 * m, &ls, 4);
+            }
+            memcpy(blk + 128 + 4 * s, &d, 4);
+        }
+    }
+}
+
+#ifdef VT_X86
+
+/* R rows (from w, stride rb) x P token pairs (from xp, stride xs) of nb
+ * blocks: y[t][r] for the 2P tokens, n_out of them kept. */
+VT_VNNI_TARGET static inline __attribute__((always_inline)) void
+q8_0_tile(const uint8_t *w, size_t rb, int R, const uint8_t *xp, size_t xs, int P, int64_t nb, float *y,
+          int64_t ldy, int n_out)
+{
+    __m512 acc[4][2];
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i xq[2], ls[2];
+        __m512 dx[2];
+        for (int p = 0; p < P; p++) {
+            const uint8_t *blk = xp + (size_t)p * xs + (size_t)b * VT_WIDE_PAIR_BYTES;
+            xq[p] = _mm512_loadu_si512(blk);
+            ls[p] = _mm512_loadu_si512(blk + 64);
+            float d2[2];
+            memcpy(d2, blk + 128, 8);
+            dx[p] = _mm512_insertf32x8(_mm512_set1_ps(d2[0]), _mm256_set1_ps(d2[1]), 1);
+        }
+        for (int r = 0; r < R; r++) {
+            const uint8_t *wb = w + (size_t)r * rb + (size_t)b * 34;
+            const __m512i wq = _mm512_xor_si512(
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(wb + 2))), off);
+            const __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16((short)vt_rd16(wb)));
+            for (int p = 0; p < P; p++) {
+                const __m512i lanes = _mm512_dpbusd_epi32(ls[p], wq, xq[p]);
+                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx[p]), _mm512_cvtepi32_ps(lanes), acc[r][p]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++) {
+            float a[16];
+            _mm512_storeu_ps(a, acc[r][p]);
+            if (2 * p < n_out)
+                y[(2 * p) * ldy + r] = vt_hsum8(a);
+            if (2 * p + 1 < n_out)
+                y[(2 * p + 1) * ldy + r] = vt_hsum8(a + 8);
+        }
+}
+
+/* One token (slot s of its pair) against R rows: q8_0_tile's arithmetic in
+ * 256-bit registers (a decode step has no second token to fill the rest). */
+VT_VNNI_TARGET static inline __attribute__((always_inline)) void
+q8_0_tile_one(const uint8_t *w, size_t rb, int R, const uint8_t *xp, int s, int64_t nb, float *y)
+{
+    __m256 acc[4];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = xp + (size_t)b * VT_WIDE_PAIR_BYTES;
+        const __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 32 * s));
+        const __m256i ls = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 64 + 32 * s));
+        const __m256 dx = _mm256_broadcast_ss((const float *)(const void *)(blk + 128 + 4 * s));
+        for (int r = 0; r < R; r++) {
+            const uint8_t *wb = w + (size_t)r * rb + (size_t)b * 34;
+            const __m256i wq = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(wb + 2)), off);
+            const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16((short)vt_rd16(wb)));
+            const __m256i lanes = _mm256_dpbusd_epi32(ls, wq, xq);
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(lanes), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float a[8];
+        _mm256_storeu_ps(a, acc[r]);
+        y[r] = vt_hsum8(a);
+    }
+}
+
+/* Rows [r0, r1) of w against n_tok tokens in the wide layout. Tokens go in
+ * chunks of 64 (their activation stays in the L2 cache while every row of
+ * the range passes over it), rows in fours. */
+VT_VNNI_TARGET static void gemm_q8_0_vnni(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xw,
+                                          int64_t n_tok, float *y, int64_t ldy)
+{
+    const int64_t nb = w->cols / 32;
+    const size_t xs = (size_t)nb * VT_WIDE_PAIR_BYTES, rb = w->row_bytes;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 64) {
+        const int64_t t1 = t0 + 64 < n_tok ? t0 + 64 : n_tok;
+        for (int64_t o = r0; o < r1;) {
+            const int R = r1 - o >= 4 ? 4 : 1;
+            const uint8_t *wr = w->data + (size_t)o * rb;
+            if (n_tok == 1) {
+                q8_0_tile_one(wr, rb, 1, xw, 0, nb, y + o);
+                o += 1;
+                continue;
+            }
+            for (int64_t t = t0; t < t1; t += 4) {
+                const uint8_t *xp = xw + (size_t)(t / 2) * xs;
+                float *yt = y + t * ldy + o;
+                const int n_out = (int)(t1 - t < 4 ? t1 - t : 4);
+                if (n_out > 2) {
+                    if (R == 4)
+                        q8_0_tile(wr, rb, 4, xp, xs, 2, nb, yt, ldy, n_out);
+                    else
+                        q8_0_tile(wr, rb, 1, xp, xs, 2, nb, yt, ldy, n_out);
+                } else {
+                    if (R == 4)
+                        q8_0_tile(wr, rb, 4, xp, xs, 1, nb, yt, ldy, n_out);
+                    else
+                        q8_0_tile(wr, rb, 1, xp, xs, 1, nb, yt, ldy, n_out);
+                }
+            }
+            o += R;
+        }
+    }
+}
+#endif
+
+vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w)
+{
+#ifdef VT_X86
+    if (c->matmul == VT_MATMUL_Q8 && c->k.vnni && w->codec->type == VT_TYPE_Q8_0)
+        return gemm_q8_0_vnni;
+#else
+    (void)c;
+    (void)w;
+#endif
+    return NULL;
+}

@@ -5,13 +5,18 @@
  * Matrix products: y[t][o] = dot(W row o, x[t]) for every token t of the
  * batch. Each thread owns a contiguous range of output rows; it decodes four
  * rows at a time into its scratch (F32 weights are read in place) and uses
- * them for every token, so a batch decodes each weight row once.
+ * them for every token, so a batch decodes each weight row once. Under
+ * --matmul q8 a weight with an integer kernel meets the activation in
+ * blocks instead, and one the kernel set has a matrix kernel for
+ * (vt_int_gemm_of: Q8_0 on AVX-512 VNNI) the activation in that kernel's
+ * wide layout, the rows and tokens tiled inside the kernel.
  * ====================================================================== */
 
 typedef struct mm_task {
     const vt_mat *w;
     const float *x;    /* n_tok x w->cols, or NULL when xb is used */
     const uint8_t *xb; /* the activation in blocks for an integer kernel, n_tok rows */
+    const uint8_t *xw; /* or in the wide layout for a matrix kernel (vt_int_gemm_of) */
     float *y;       /* n_tok rows of stride ldy */
     int64_t ldy;
 } mm_task;
@@ -28,6 +33,10 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
 {
     const vt_mat *w = t->w;
     const int64_t n = w->cols;
+    if (t->xw) {
+        vt_int_gemm_of(c, w)(w, r0, r1, t->xw, n_tok, t->y, t->ldy);
+        return;
+    }
     if (t->xb) {
         vt_act_type act = VT_ACT_F32;
         const vt_int_dot_fn *f = vt_int_dot_of(c, w, &act);
@@ -107,14 +116,21 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
         t->x = x;
         return;
     }
-    const int packed = vt_int_dot_of(c, w, NULL) != NULL;
+    const int wide = vt_int_gemm_of(c, w) != NULL;
+    const int packed = !wide && vt_int_dot_of(c, w, NULL) != NULL;
     for (int j = 0; j < i; j++) {
         const mm_task *u = &job->task[j];
-        if (u->w->act == w->act && (u->xb != NULL) == packed) {
+        if (u->w->act == w->act && (u->xw != NULL) == wide && (u->xb != NULL) == packed) {
             t->x = u->x;
             t->xb = u->xb;
+            t->xw = u->xw;
             return;
         }
+    }
+    if (wide) {
+        vt_act_quantize_wide(x, n_tok, w->cols, (uint8_t *)c->xq[i]);
+        t->xw = (const uint8_t *)c->xq[i];
+        return;
     }
     if (packed) {
         uint8_t *dst = (uint8_t *)c->xq[i];
@@ -218,8 +234,15 @@ int vt_cpu_start(vt_cpu *c, int64_t max_in, int64_t head_dim, size_t extra, cons
     c->max_in = max_in;
     int ok = 1;
     for (int i = 0; i < 3; i++) {
+        /* n_batch rows of floats, or the wide layout if larger (one token:
+         * a pair's worth) */
         size_t n;
-        c->xq[i] = __builtin_mul_overflow(B, (size_t)max_in, &n) ? NULL : vt_alloc_aligned(n, 4);
+        if (__builtin_mul_overflow(B, (size_t)max_in, &n) || n > SIZE_MAX / 8) {
+            c->xq[i] = NULL;
+        } else {
+            const size_t wide = (vt_act_wide_bytes((int64_t)B, max_in) + 3) / 4;
+            c->xq[i] = vt_alloc_aligned(n > wide ? n : wide, 4);
+        }
         ok = ok && c->xq[i];
     }
     /* Per-thread slices, each a multiple of 16 floats (64 bytes) so threads

@@ -928,7 +928,7 @@ Test(modes, every_isa_gives_identical_logits)
         specs[k].n_layer = 1;
         specs[k].random_blocks = 1;
     }
-    const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
+    const char *isas[] = { "c", "sse2", "avx2", "avx512f", "avx512vnni" };
     for (int k = 0; k < N_SPECS; k++) {
         const char *path = make_model(&specs[k]);
         int32_t tok[N_TOK];

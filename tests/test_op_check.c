@@ -383,7 +383,7 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
     static uint16_t ab[N], bb[N];
     int64_t libm_differs = 0, unfused_differs = 0, libm_silu_differs = 0;
     static const int lengths[] = { 1, 15, 16, 17, 31, 32, 48, 63, 64, 65, 127, 128, 200, 1024, 1031, 3072, 3100 };
-    const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
+    const char *isas[] = { "c", "sse2", "avx2", "avx512f", "avx512vnni" };
     int64_t compared = 0;
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
         setenv("VT_ENGINE_ISA", isas[ii], 1); /* one the CPU lacks falls back */
@@ -464,10 +464,64 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
             }
     }
     unsetenv("VT_ENGINE_ISA");
-    cr_assert_eq(compared, 4 * 17 * 3);
+    cr_assert_eq(compared, 5 * 17 * 3);
     cr_assert_gt(libm_differs, 0, "the inputs tell the C library's expf from ggml's");
     cr_assert_gt(unfused_differs, 0, "the inputs tell another summation order from ggml's");
     cr_assert_gt(libm_silu_differs, 0, "the inputs tell a silu on the C library's expf from ggml's");
     dlclose(h);
 }
 
+
+/* The matrix kernels (kernels_intdot.c, the avx512vnni set) tile rows and
+ * tokens; every tile shape and tail (rows and tokens not a multiple of the
+ * tile, an odd token's empty partner, the 64-token chunk edge) must give
+ * the products the row-by-row integer kernels give, with 1 and 2 threads.
+ * Weights: random blocks, int8 values over the whole range (-128 too). */
+static void rows_q8_0(uint8_t *w, int64_t rows, int64_t cols, vt_rng *r)
+{
+    for (int64_t b = 0; b < rows * cols / 32; b++) {
+        const uint16_t d = vt_f32_to_f16((float)vt_rng_normal(r) * 0.01f);
+        w[b * 34] = (uint8_t)(d & 0xff);
+        w[b * 34 + 1] = (uint8_t)(d >> 8);
+        for (int j = 0; j < 32; j++)
+            w[b * 34 + 2 + j] = (uint8_t)(vt_rng_next(r) >> 56);
+    }
+}
+
+Test(op, matrix_kernels_equal_the_row_kernels_at_every_tile_shape)
+{
+    if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl"))
+        cr_skip_test("this CPU has no AVX-512 VNNI: no matrix kernels to compare");
+    enum { COLS_T = 96, MAX_ROWS = 13, MAX_TOK = 67 };
+    static uint8_t w[MAX_ROWS * COLS_T / 32 * 34];
+    static float x[MAX_TOK * COLS_T], want[MAX_ROWS * MAX_TOK], got[MAX_ROWS * MAX_TOK];
+    vt_rng r;
+    vt_rng_seed(&r, 77);
+    rows_q8_0(w, MAX_ROWS, COLS_T, &r);
+    for (int i = 0; i < MAX_TOK * COLS_T; i++)
+        x[i] = (i / 32) % 7 == 3 ? 0.0f : (float)vt_rng_normal(&r); /* some all-zero blocks */
+    static const int rows[] = { 1, 3, 4, 5, 8, 13 };
+    static const int toks[] = { 1, 2, 3, 4, 5, 7, 64, 65, 67 };
+    vt_error err;
+    int compared = 0;
+    for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+        for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++)
+            for (int threads = 1; threads <= 2; threads++) {
+                const size_t n = (size_t)rows[ri] * (size_t)toks[ti];
+                vt_error_clear(&err);
+                setenv("VT_ENGINE_ISA", "avx512f", 1);
+                cr_assert_eq(vt_engine_matmul(VT_TYPE_Q8_0, w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
+                                              threads, want, &err), 0, "%s", err.msg);
+                setenv("VT_ENGINE_ISA", "avx512vnni", 1);
+                cr_assert_str_eq(vt_engine_isa(), "avx512vnni");
+                memset(got, 0xff, sizeof got);
+                cr_assert_eq(vt_engine_matmul(VT_TYPE_Q8_0, w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
+                                              threads, got, &err), 0, "%s", err.msg);
+                cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0, "%d rows, %d tokens, %d threads differ",
+                             rows[ri], toks[ti], threads);
+                compared++;
+            }
+    unsetenv("VT_ENGINE_ISA");
+    cr_assert_eq(compared, 6 * 9 * 2);
+}

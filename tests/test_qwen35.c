@@ -293,7 +293,7 @@ Test(kernels, delta_rule_is_the_same_on_every_isa)
 {
     static dr_input in;
     dr_make(&in, 6);
-    const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
+    const char *isas[] = { "c", "sse2", "avx2", "avx512f", "avx512vnni" };
     static float o0[DR_N * DR_D], s0[DR_D * DR_D];
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         setenv("VT_ENGINE_ISA", isas[i], 1); /* one the CPU lacks falls back */
