@@ -6,25 +6,17 @@
  *                [--keep DIR] [--verbose] [--backend cpu|hip] [--device N] [--matmul exact|q8]
  *
  * Both runners come from the runner registry ("engine", "llamacpp") and run
- * as vt run and vt capture run them: vt_runner_open with one settings
- * record (production mode, --threads N (default: one per CPU), n_ctx P + G,
- * n_batch P, greedy, cache auto, matmul q8), then vt_runner_generate of G
- * tokens after a P-token prompt (default 128 and 32). The only addition is
- * a thin timing layer over each runner's table (runner.h): it forwards every
- * call and times each eval with CLOCK_MONOTONIC, so that one generation
- * gives both phases:
- *   prefill  the first eval after the reset: one batch of P prompt tokens
- *            (last position's logits only), P / seconds;
- *   decode   every later eval: G - 1 single-token steps (the first of the G
- *            tokens comes from the prefill's logits), (G - 1) / seconds.
- * Each runner first generates once to warm up (page cache, thread pools,
- * allocations); then R repeats (default 3), the two runners alternating
- * (engine first on even repeats, llama.cpp first on odd ones) so both see
- * the same machine load; each phase's best repeat is reported, with the
- * ratio engine / llama.cpp (above 1: the engine is faster). As a sanity
- * line, how many of the G greedy tokens the two runners agree on. No
- * assertion on timing. --verbose also prints every repeat's times (the
- * spread shows how noisy the machine is).
+ * as vt run and vt capture run them, timed by compare/speed.h (as vt bench
+ * times them): production mode, --threads N (default: one per CPU), n_ctx
+ * P + G, n_batch P, greedy, cache auto, matmul q8; G tokens after a
+ * P-token prompt (default 128 and 32); prefill from the prompt's batch,
+ * decode from the G - 1 single-token steps; one warm-up each, then R
+ * repeats (default 3) alternating. Printed: each phase's median, the
+ * median of the per-repeat ratios engine / llama.cpp with their spread
+ * (above 1: the engine is faster), and how many of the G greedy tokens the
+ * two runners agree on; --verbose, every repeat. No assertion on timing.
+ * vt bench is the command for this; this program also makes the bench
+ * fixtures and times the GPU backend.
  *
  * Without --model it writes its own fixtures with the fixture library
  * (fixtures/fixture.h), Q8_0 weights, seed 1 (as vt fixture make): --preset
@@ -41,6 +33,7 @@
  * run (a read-only kernel over 4 GiB): decode tokens/s against the limit
  * bandwidth / weight bytes read per token, with the kernel launches and
  * host<->device copies per decoded token. */
+#include "compare/speed.h"
 #include "engine/codec.h"
 #include "engine/gguf_file.h"
 #include "engine/gpu_module.h"
@@ -65,159 +58,7 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- The timing layer: a runner table that forwards to a real one. ---- */
-
-typedef struct timed {
-    const vt_runner_ops *real;
-    void *state;
-    int32_t evals;     /* evals since the last reset */
-    double prefill_s;  /* the first eval after the reset */
-    double decode_s;   /* every later eval */
-    int32_t decode_n;  /* tokens in those */
-} timed;
-
-/* open() has no context argument: the table to wrap and the state opened
- * are passed through these (the bench opens runners from one thread). */
-static const vt_runner_ops *next_real;
-static timed *last_opened;
 static int verbose;
-
-static int t_open(const vt_runner_settings *s, void **state, vt_error *err)
-{
-    timed *t = calloc(1, sizeof *t);
-    if (!t)
-        return vt_error_set(err, VT_EINPUT, "engine_bench: out of memory");
-    t->real = next_real;
-    int rc = t->real->open(s, &t->state, err);
-    if (rc != VT_OK) {
-        free(t);
-        return rc;
-    }
-    *state = t;
-    last_opened = t;
-    return VT_OK;
-}
-
-static int t_reset(void *state, vt_error *err)
-{
-    timed *t = state;
-    t->evals = 0;
-    t->prefill_s = t->decode_s = 0.0;
-    t->decode_n = 0;
-    return t->real->reset(t->state, err);
-}
-
-static int t_eval(void *state, const int32_t *tokens, int32_t n, int all_logits, float *logits, vt_error *err)
-{
-    timed *t = state;
-    double t0 = now();
-    int rc = t->real->eval(t->state, tokens, n, all_logits, logits, err);
-    double dt = now() - t0;
-    if (t->evals++ == 0) {
-        t->prefill_s = dt;
-    } else {
-        t->decode_s += dt;
-        t->decode_n += n;
-    }
-    return rc;
-}
-
-static int32_t t_n_vocab(void *state)
-{
-    timed *t = state;
-    return t->real->n_vocab(t->state);
-}
-
-static void t_identity(void *state, vt_runner_identity *out)
-{
-    timed *t = state;
-    t->real->identity(t->state, out);
-}
-
-static void t_resolved(void *state, vt_runner_settings *out)
-{
-    timed *t = state;
-    if (t->real->resolved)
-        t->real->resolved(t->state, out);
-}
-
-static void t_close(void *state)
-{
-    timed *t = state;
-    if (!t)
-        return;
-    t->real->close(t->state);
-    free(t);
-}
-
-static const vt_runner_ops timed_ops = {
-    .name = "timed",
-    .open = t_open,
-    .reset = t_reset,
-    .eval = t_eval,
-    .n_vocab = t_n_vocab,
-    .identity = t_identity,
-    .resolved = t_resolved,
-    .close = t_close,
-};
-
-/* ---- One runner under test. ---- */
-
-typedef struct side {
-    const char *name; /* registry name */
-    vt_runner *r;
-    timed *t;
-    double best_prefill, best_decode; /* seconds */
-    int32_t *tokens;                  /* the last repeat's G tokens */
-} side;
-
-static int side_open(side *sd, const char *name, const vt_runner_settings *s, int32_t g, vt_error *err)
-{
-    memset(sd, 0, sizeof *sd);
-    sd->name = name;
-    next_real = vt_runner_find(name);
-    if (!next_real)
-        return vt_error_set(err, VT_EINPUT, "engine_bench: runner %s: not in the registry", name);
-    last_opened = NULL;
-    sd->r = vt_runner_open(&timed_ops, s, err);
-    if (!sd->r)
-        return err->code ? err->code : VT_EINPUT;
-    sd->t = last_opened;
-    sd->tokens = calloc((size_t)g, sizeof *sd->tokens);
-    if (!sd->tokens)
-        return vt_error_set(err, VT_EINPUT, "engine_bench: out of memory");
-    sd->best_prefill = sd->best_decode = 1e300;
-    return VT_OK;
-}
-
-static void side_close(side *sd)
-{
-    vt_runner_close(sd->r);
-    free(sd->tokens);
-    memset(sd, 0, sizeof *sd);
-}
-
-/* One generation; keeps the best times unless warm_up. */
-static int side_run(side *sd, const int32_t *prompt, int32_t p, int32_t g, int warm_up, vt_error *err)
-{
-    int rc = vt_runner_generate(sd->r, prompt, p, g, sd->tokens, NULL, err);
-    if (rc != VT_OK)
-        return rc;
-    if (sd->t->evals != g || sd->t->decode_n != g - 1)
-        return vt_error_set(err, VT_EINPUT, "engine_bench: %s: %d evals, %d decode tokens: expected %d and %d",
-                            sd->name, sd->t->evals, sd->t->decode_n, g, g - 1);
-    if (verbose)
-        printf("  %-9s %s  prefill %8.4f s (%9.2f tok/s)  decode %8.4f s (%8.2f tok/s)\n",
-               strcmp(sd->name, "engine") == 0 ? "engine" : "llama.cpp", warm_up ? "warm-up" : "repeat ",
-               sd->t->prefill_s, p / sd->t->prefill_s, sd->t->decode_s, (g - 1) / sd->t->decode_s);
-    if (!warm_up) {
-        if (sd->t->prefill_s < sd->best_prefill)
-            sd->best_prefill = sd->t->prefill_s;
-        if (sd->t->decode_s < sd->best_decode)
-            sd->best_decode = sd->t->decode_s;
-    }
-    return VT_OK;
-}
 
 static const char *base_name(const char *path)
 {
@@ -225,6 +66,8 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* The engine against llama.cpp (compare/speed.h: both through a timing
+ * layer over their runner tables, alternately, after one warm-up each). */
 static int bench_model(const char *path, int32_t threads, int32_t p, int32_t g, int repeats)
 {
     vt_error err;
@@ -234,118 +77,46 @@ static int bench_model(const char *path, int32_t threads, int32_t p, int32_t g, 
     s.model_path = path;
     s.mode = VT_MODE_PRODUCTION;
     s.n_threads = threads;
-    s.n_ctx = p + g;
-    s.n_batch = p;
-
-    side sides[2];
-    memset(sides, 0, sizeof sides);
-    int32_t *prompt = NULL;
-    int rc = side_open(&sides[0], "engine", &s, g, &err);
-    if (rc == VT_OK)
-        rc = side_open(&sides[1], "llamacpp", &s, g, &err);
+    static vt_speed_result r;
+    int rc = vt_speed_compare(vt_runner_find("engine"), vt_runner_find("llamacpp"), &s, p, g, repeats, &r, &err);
     if (rc != VT_OK) {
         fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
-        goto out;
+        return rc;
     }
-    int32_t nv = vt_runner_n_vocab(sides[0].r);
-    if (vt_runner_n_vocab(sides[1].r) != nv) {
-        fprintf(stderr, "engine_bench: %s: vocabulary sizes differ: engine %d, llama.cpp %d\n", path, nv,
-                vt_runner_n_vocab(sides[1].r));
-        rc = VT_ECHECK;
-        goto out;
+    printf("model %s: vocabulary %d\n", path, r.n_vocab);
+    for (int k = 0; k < 2; k++) {
+        const vt_runner_settings *re = &r.side[k].resolved;
+        printf("  %-9s %s: %s, threads %d, n_ctx %d, n_batch %d, cache %s, matmul %s\n",
+               k ? "llama.cpp" : "engine", r.side[k].version, vt_exec_mode_name(re->mode), re->n_threads,
+               re->n_ctx, re->n_batch, vt_cache_dtype_name(re->cache_dtype), vt_matmul_mode_name(re->matmul));
     }
-    /* The settings each runner applies: they must be the same. */
-    vt_runner_settings re, rl;
-    vt_runner_resolved(sides[0].r, &re);
-    vt_runner_resolved(sides[1].r, &rl);
-    vt_runner_identity ie, il;
-    vt_runner_identity_get(sides[0].r, &ie);
-    vt_runner_identity_get(sides[1].r, &il);
-    printf("model %s: vocabulary %d\n", path, nv);
-    printf("  engine    %s: %s, threads %d, n_ctx %d, n_batch %d, cache %s, matmul %s\n", ie.version,
-           vt_exec_mode_name(re.mode), re.n_threads, re.n_ctx, re.n_batch, vt_cache_dtype_name(re.cache_dtype),
-           vt_matmul_mode_name(re.matmul));
-    printf("  llama.cpp %s: %s, threads %d, n_ctx %d, n_batch %d, cache %s, matmul %s\n", il.version,
-           vt_exec_mode_name(rl.mode), rl.n_threads, rl.n_ctx, rl.n_batch, vt_cache_dtype_name(rl.cache_dtype),
-           vt_matmul_mode_name(rl.matmul));
-    if (re.n_threads != rl.n_threads || re.n_ctx != rl.n_ctx || re.n_batch != rl.n_batch ||
-        re.cache_dtype != rl.cache_dtype || re.mode != rl.mode)
-        printf("  NOTE: the runners apply different settings (above)\n");
-    fflush(stdout);
-
-    prompt = malloc((size_t)p * sizeof *prompt);
-    if (!prompt) {
-        fprintf(stderr, "engine_bench: out of memory\n");
-        rc = VT_EINPUT;
-        goto out;
-    }
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    uint32_t span = (uint32_t)(nv - nv / 10);
-    for (int32_t i = 0; i < p; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        prompt[i] = (int32_t)((x >> 11) % span);
-    }
-
-    for (int k = 0; k < 2 && rc == VT_OK; k++)
-        rc = side_run(&sides[k], prompt, p, g, 1, &err);
-    for (int r = 0; r < repeats && rc == VT_OK; r++)
-        for (int k = 0; k < 2 && rc == VT_OK; k++)
-            rc = side_run(&sides[r % 2 ? 1 - k : k], prompt, p, g, 0, &err);
-    if (rc != VT_OK) {
-        fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
-        goto out;
-    }
-
+    if (verbose)
+        for (int i = 0; i < repeats; i++)
+            for (int k = 0; k < 2; k++)
+                printf("  %-9s repeat %2d  prefill %9.2f tok/s  decode %8.2f tok/s\n", k ? "llama.cpp" : "engine", i,
+                       r.side[k].prefill[i], r.side[k].decode[i]);
     const char *name = base_name(path);
-    double ep = p / sides[0].best_prefill, lp = p / sides[1].best_prefill;
-    double ed = (g - 1) / sides[0].best_decode, ld = (g - 1) / sides[1].best_decode;
-    printf("%-34s %-8s %14s %16s %18s\n", "model", "phase", "engine tok/s", "llama.cpp tok/s", "engine/llama.cpp");
-    printf("%-34s %-8s %14.2f %16.2f %18.3f\n", name, "prefill", ep, lp, ep / lp);
-    printf("%-34s %-8s %14.2f %16.2f %18.3f\n", name, "decode", ed, ld, ed / ld);
-    int same = 0, first = -1;
-    for (int32_t i = 0; i < g; i++) {
-        if (sides[0].tokens[i] == sides[1].tokens[i])
-            same++;
-        else if (first < 0)
-            first = i;
+    printf("%-34s %-8s %14s %16s %18s %18s\n", "model", "phase", "engine tok/s", "llama.cpp tok/s",
+           "engine/llama.cpp", "(median, spread)");
+    for (int ph = 0; ph < 2; ph++) {
+        const vt_speed_stat e = ph ? r.side[0].decode_stat : r.side[0].prefill_stat,
+                            l = ph ? r.side[1].decode_stat : r.side[1].prefill_stat,
+                            q = ph ? r.decode_ratio_stat : r.prefill_ratio_stat;
+        char spread[40];
+        snprintf(spread, sizeof spread, "%.3f..%.3f", q.min, q.max);
+        printf("%-34s %-8s %14.2f %16.2f %18.3f %18s\n", name, ph ? "decode" : "prefill", e.median, l.median, q.median,
+               spread);
     }
-    if (first < 0)
-        printf("%-34s greedy tokens agree: %d/%d\n", name, same, g);
+    if (r.first_difference < 0)
+        printf("%-34s greedy tokens agree: %d/%d\n", name, r.greedy_agree, g);
     else
-        printf("%-34s greedy tokens agree: %d/%d (first difference at token %d: engine %d, llama.cpp %d)\n", name,
-               same, g, first, sides[0].tokens[first], sides[1].tokens[first]);
+        printf("%-34s greedy tokens agree: %d/%d (first difference at token %d)\n", name, r.greedy_agree, g,
+               r.first_difference);
     fflush(stdout);
-out:
-    free(prompt);
-    side_close(&sides[1]);
-    side_close(&sides[0]);
-    return rc;
+    return VT_OK;
 }
 
 /* ---- The GPU backend against the device's read bandwidth. ---- */
-
-/* Bytes of weights one decode step reads: every tensor once, the token
- * embedding table for one row only (negligible, not counted) unless it is
- * also the output head (no output.weight: tied). */
-static int weight_bytes_per_token(const char *path, double *out, vt_error *err)
-{
-    vt_gguf *gg = vt_gguf_open(path, err);
-    if (!gg)
-        return err->code;
-    double sum = 0;
-    int tied = vt_gguf_find_tensor(gg, "output.weight") == NULL;
-    for (uint64_t i = 0; i < vt_gguf_n_tensors(gg); i++) {
-        const vt_gguf_tensor *t = vt_gguf_tensor_at(gg, i);
-        int is_embd = t->name.len == 17 && memcmp(t->name.ptr, "token_embd.weight", 17) == 0;
-        if (!is_embd || tied)
-            sum += (double)t->n_bytes;
-    }
-    vt_gguf_free(gg);
-    *out = sum;
-    return VT_OK;
-}
 
 /* --backend hip: the model on GPU device, eager and production, through the
  * module's table (engine/gpu_backend.h) as the engine runner calls it, with
@@ -359,7 +130,7 @@ static int bench_gpu(const char *path, int device, vt_matmul_mode matmul, int32_
     int rc = vt_gpu_module_get(&mi, &err);
     const vt_gpu_backend *b = mi.backend;
     if (rc == VT_OK)
-        rc = weight_bytes_per_token(path, &wb, &err);
+        rc = vt_speed_weight_bytes_per_token(path, &wb, &err);
     /* 4 GiB: far beyond the L2 cache of any GPU (the H200's is 60 MB). */
     if (rc == VT_OK)
         rc = b->read_bandwidth(device, (size_t)4 << 30, 5, &bw, &err);

@@ -167,6 +167,7 @@ Test(docs, every_option_a_help_names_is_known_to_its_parser)
     static const char *const commands[][2] = {
         { "run --help", "run" },
         { "agree --help", "agree" },
+        { "bench --help", "bench" },
         { "capture --help", "capture" },
         { "neartie --help", "neartie" },
         { "seal --help", "seal create /nonexistent|seal verify /nonexistent|seal extract /nonexistent" },

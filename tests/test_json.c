@@ -1,11 +1,13 @@
 /* common/vt_json: the strict JSON reader every input goes through. Each
  * refusal with its message (file, offset, field, expectation) and the same
  * text without the defect accepted; prompt files (JSON Lines) refusing a
- * \u0000 in an id or a text, naming file and line. */
+ * \u0000 in an id or a text, naming file and line; and the strict number
+ * parser of options and fields (common/vt_parse.h). */
 #include <criterion/criterion.h>
 
 #include "capture/prompts.h"
 #include "common/vt_json.h"
+#include "common/vt_parse.h"
 #include "common/vt_utf8.h"
 
 #include <cjson/cJSON.h>
@@ -266,4 +268,21 @@ Test(prompts, strict_json_faults_on_a_line)
                  0);
     prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\"}\x01\n"),
                  "line 2: column 27: expected one JSON object on the line", 0);
+}
+
+/* Numbers in options and text fields (common/vt_parse.h): the whole string,
+ * digits only, a minus sign only before a negative number. */
+Test(parse, integers_are_whole_strict_and_in_range)
+{
+    int64_t v = 0;
+    cr_assert(vt_parse_i64("5", 1, 10, &v) && v == 5);
+    cr_assert(vt_parse_i64("-3", -5, 5, &v) && v == -3);
+    cr_assert(vt_parse_i64("0", 0, 5, &v) && v == 0);
+    const char *bad[] = { "", " 5", "+5", "-0", "5 ", "5x", "0x5", "--5", "-", "11", "99999999999999999999", "1e1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 42;
+        cr_assert(!vt_parse_i64(bad[i], -5, 10, &v), "'%s' accepted", bad[i]);
+        cr_assert_eq(v, 42, "'%s': the output changed", bad[i]);
+    }
+    cr_assert(!vt_parse_i64(NULL, 0, 1, &v));
 }

@@ -15,5 +15,6 @@ int vt_cmd_provenance(int argc, char **argv);
 int vt_cmd_capture(int argc, char **argv);
 int vt_cmd_neartie(int argc, char **argv);
 int vt_cmd_export(int argc, char **argv);
+int vt_cmd_bench(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const vt_subcommand subcommands[] = {
     { "run", NULL, vt_cmd_run, "run one runner (engine, llamacpp or transformers) on a prompt" },
     { "agree", NULL, vt_cmd_agree, "the engine against llama.cpp on one model, near-tie rule" },
     { "kld", NULL, vt_cmd_kld, "corpus perplexity and KL divergence, the engine against llama.cpp, exact" },
+    { "bench", NULL, vt_cmd_bench, "the engine's speed against llama.cpp's, with the decode bandwidth limit" },
     { "op", NULL, vt_cmd_op, "the engine's matrix products against ggml's CPU kernels, op by op" },
     { "seal", "vt-seal", vt_cmd_seal, "create, verify and extract sealed evidence archives" },
     { "provenance", NULL, vt_cmd_provenance, "hashes, manifests, runtime identity, wheel/npm verification" },
