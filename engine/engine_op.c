@@ -31,7 +31,10 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
         vt_mat m = { .data = w, .codec = codec, .rows = rows, .cols = cols,
                      .row_bytes = row_bytes, .act = vt_act_type_of(type), .tensor_rows = rows, .plant_row = -1,
                      .plant_scale = 1.0f };
-        vt_matmul1(&c, &m, x, n_tok, y, rows);
+        /* as a model's loader: repacked where the kernel set wants it */
+        rc = vt_cpu_pack(&c, &m, s.model_path, err);
+        if (!rc)
+            vt_matmul1(&c, &m, x, n_tok, y, rows);
     }
     vt_cpu_free(&c);
     return rc;

@@ -37,6 +37,8 @@
 
 /* ---------- dot kernels ---------- */
 
+struct vt_mat; /* below */
+
 typedef float (*vt_dot_fn)(const float *a, const float *b, int64_t n);
 /* Four rows of w (stride ldw) against x; each result equals vt_dot_fn's. */
 typedef void (*vt_dot4_fn)(const float *w, int64_t ldw, const float *x, int64_t n, float *out);
@@ -63,6 +65,10 @@ typedef struct vt_kernels {
     void (*silu)(float *x, int64_t n);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
     int vnni; /* and the AVX-512 VNNI matrix kernels (kernels_intdot.c; same values) */
+    /* BF16 weights, rows [r0, r1) against n_tok tokens, each output
+     * dot_bf16's value; NULL: row by row through dot_bf16. */
+    void (*bf16_rows)(const struct vt_mat *w, int64_t r0, int64_t r1, const float *x, int64_t n_tok, float *y,
+                      int64_t ldy);
 } vt_kernels;
 
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
@@ -109,6 +115,9 @@ typedef struct vt_mat {
     vt_act_type act; /* vec_dot_type, for Q8 matmul mode */
     int64_t tensor_rows; /* rows of the whole tensor (vt_mat_rows keeps it): ggml
                             repacks some types only when it is a multiple of 8 */
+    /* The rows repacked for a matrix kernel (vt_cpu_pack; kernels_intdot.c
+     * says the layout), or NULL: data is read as stored. */
+    const uint8_t *packed;
     /* A planted error ($VT_ENGINE_PLANT): the products of row plant_row come
      * out scaled by plant_scale, as if that weight row were; -1: none. */
     int64_t plant_row;
@@ -147,6 +156,10 @@ typedef struct vt_cpu {
     float *xq[3];
     int64_t max_in;
 
+    /* the repacked copies vt_cpu_pack made, freed with the context */
+    uint8_t **packs;
+    size_t n_packs;
+
     /* per thread: 4 weight rows (4 x max_in), attention scores (n_ctx),
      * 4 K rows, a V row and the 64 partial-sum rows of V p (head_dim
      * each), then extra floats the model
@@ -170,6 +183,11 @@ vt_gguf *vt_cpu_open_model(vt_cpu *c, const vt_runner_settings *s, vt_error *err
 int vt_cpu_start(vt_cpu *c, int64_t max_in, int64_t head_dim, size_t extra, const char *file,
                  vt_error *err);
 void vt_cpu_free(vt_cpu *c);
+/* Repack m's rows for the kernel set's matrix kernel where it has one for
+ * m (AVX-512 VNNI: Q8_0 and Q4_0 in groups of 16 rows): m->packed is set
+ * and the copy owned by c. Nothing for any other matrix. VT_EINPUT: out of
+ * memory. */
+int vt_cpu_pack(vt_cpu *c, vt_mat *m, const char *file, vt_error *err);
 void vt_cpu_resolved(const vt_cpu *c, vt_runner_settings *out);
 /* Fills c->detail: "isa=... threads=... mode=... matmul=... cache=... batch=...". */
 void vt_cpu_describe(vt_cpu *c);

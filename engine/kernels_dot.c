@@ -280,6 +280,79 @@ __attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc,
 }
 #endif
 
+#ifdef VT_X86
+/* BF16 rows against F32 (BF16-rounded) tokens, dot_bf16_body's arithmetic
+ * for every output (its two 16-lane fused accumulators over steps of 32,
+ * the trees, the double sum), four rows by two tokens at a time, each row
+ * converted from BF16 once per tile rather than decoded to a buffer per
+ * row: rows [r0, r1) of w, y[t * ldy + o]. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+bf16_tile(const uint8_t *w, size_t rb, int R, const float *x, int64_t n, int T, float *y, int64_t ldy)
+{
+    __m512 c1[4][2], c2[4][2];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            c1[r][t] = c2[r][t] = _mm512_setzero_ps();
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32)
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = w + (size_t)r * rb + (size_t)i * 2;
+            const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
+            const __m512 w1 = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32))), 16));
+            for (int t = 0; t < T; t++) {
+                c1[r][t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * n + i), c1[r][t]);
+                c2[r][t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + t * n + i + 16), c2[r][t]);
+            }
+        }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            float l1[16], l2[16];
+            _mm512_storeu_ps(l1, c1[r][t]);
+            _mm512_storeu_ps(l2, c2[r][t]);
+            double sum = 0.0 + (double)tree16(l1);
+            sum = (double)tree16(l2) + sum;
+            const uint8_t *p = w + (size_t)r * rb;
+            for (int64_t i = np; i < n; i++) {
+                const float a = vt_bf16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+                sum += (double)(a * x[t * n + i]);
+            }
+            y[t * ldy + r] = (float)sum;
+        }
+}
+
+__attribute__((target("avx512f"))) static void matmul_bf16_avx512(const vt_mat *w, int64_t r0, int64_t r1,
+                                                                  const float *x, int64_t n_tok, float *y,
+                                                                  int64_t ldy)
+{
+    const int64_t n = w->cols;
+    const size_t rb = w->row_bytes;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 32) {
+        const int64_t t1 = t0 + 32 < n_tok ? t0 + 32 : n_tok;
+        for (int64_t o = r0; o < r1;) {
+            /* a decode step: one row at a time (one stream from memory) */
+            const int R = r1 - o >= 4 && n_tok > 1 ? 4 : 1;
+            const uint8_t *wr = w->data + (size_t)o * rb;
+            int64_t t = t0;
+            for (; t + 2 <= t1; t += 2) {
+                if (R == 4)
+                    bf16_tile(wr, rb, 4, x + t * n, n, 2, y + t * ldy + o, ldy);
+                else
+                    bf16_tile(wr, rb, 1, x + t * n, n, 2, y + t * ldy + o, ldy);
+            }
+            if (t < t1) {
+                if (R == 4)
+                    bf16_tile(wr, rb, 4, x + t * n, n, 1, y + t * ldy + o, ldy);
+                else
+                    bf16_tile(wr, rb, 1, x + t * n, n, 1, y + t * ldy + o, ldy);
+            }
+            o += R;
+        }
+    }
+}
+#endif
+
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
  * "sse2", "avx2", "avx512f", "avx512vnni"; a diagnostic override, honoured
  * only if the CPU has it): results are identical either way, which is how
@@ -287,21 +360,22 @@ __attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc,
  * kernels_intdot.c that need AVX-512 BW, VL and VNNI (and F16C). */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
+    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
     /* Without FMA hardware the fused products are the C library's fmaf:
      * the same bits, slowly. */
-    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
-    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0 };
+    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
+    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
     static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
-                                         exp_sum_fma, swiglu_fma, silu_fma, 1, 0 };
+                                         exp_sum_fma, swiglu_fma, silu_fma, 1, 0, NULL };
     static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
-                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 0 };
+                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 0, matmul_bf16_avx512 };
     static const vt_kernels avx512vnni = { "avx512vnni", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma,
-                                           axpy_avx512, fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 1 };
+                                           axpy_avx512, fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 1,
+                                           matmul_bf16_avx512 };
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has_vnni = has512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -43,12 +43,22 @@ size_t vt_act_block_row_bytes(vt_act_type act, int64_t n);
 void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n);
 
 /* A matrix kernel: rows [r0, r1) of w against n_tok tokens of an activation
- * in the wide layout (vt_act_quantize_wide), y[t * ldy + o]; each output
+ * in the wide layout (vt_act_quantize_wide) or in its plain blocks (as the
+ * kernel says), y[t * ldy + o]; each output
  * the same value as w's integer product gives it. NULL from vt_int_gemm_of:
  * the kernel set has none for w (the integer products row by row). */
 typedef void (*vt_int_gemm_fn)(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xw, int64_t n_tok,
                                float *y, int64_t ldy);
-vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w);
+vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w, int *granule, int *wide_act);
+/* *granule: the kernel's rows come in groups of that many (the threads'
+ * ranges are split on them); *wide_act: it reads the wide layout (else
+ * the activation's plain blocks, as the row kernels). vt_int_pack_wanted: w's kernel wants its rows
+ * repacked (vt_cpu_pack): Q8_0, or Q4_0 in ggml's repacked order, in whole
+ * groups of 16 rows; Q4_K also in that order. vt_int_packed_bytes: the packed size of `rows` rows
+ * of w (a whole number of groups); vt_int_pack: w's rows packed to dst. */
+int vt_int_pack_wanted(const vt_cpu *c, const vt_mat *w);
+size_t vt_int_packed_bytes(const vt_mat *w, int64_t rows);
+void vt_int_pack(const vt_mat *w, uint8_t *dst);
 /* Bytes of n_tok tokens of n elements in the wide layout, and the layout
  * written (Q8_0 values, as vt_act_quantize_row rounds them). */
 size_t vt_act_wide_bytes(int64_t n_tok, int64_t n);

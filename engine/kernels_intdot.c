@@ -327,7 +327,7 @@ void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t 
  * ====================================================================== */
 
 
-enum { VT_WIDE_PAIR_BYTES = 64 + 64 + 8 };
+enum { VT_WIDE_PAIR_BYTES = 64 + 64 + 8 + 8 };
 
 size_t vt_act_wide_bytes(int64_t n_tok, int64_t n)
 {
@@ -376,6 +376,11 @@ void vt_act_quantize_wide(const float *x, int64_t n_tok, int64_t n, uint8_t *dst
                 memcpy(blk + 64 + 32 * s + 4 * m, &ls, 4);
             }
             memcpy(blk + 128 + 4 * s, &d, 4);
+            int32_t sum = 0;
+            for (int j = 0; j < 32; j++)
+                sum += q[j];
+            const int32_t s8 = -8 * sum;
+            memcpy(blk + 136 + 4 * s, &s8, 4);
         }
     }
 }
@@ -495,14 +500,293 @@ VT_VNNI_TARGET static void gemm_q8_0_vnni(const vt_mat *w, int64_t r0, int64_t r
 }
 #endif
 
-vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w)
-{
+/* ======================================================================
+ * Q4_0 in the order of ggml's repacked GEMV (vt_dot_nib_r8: per block the
+ * exact integer sum of (nibble - 8) * x over its 32 elements, then
+ * acc = fma(sum, d_w * d_x, acc)), sixteen rows per 512-bit register: lane
+ * r of every register is row r of a group of 16. The rows are repacked at
+ * load (vt_cpu_pack) so that this is four loads per block: per group and
+ * block VT_Q4_0_PACK_BYTES, the 16 rows' d (F16), then for j = 0..3 the 16
+ * rows' bytes 4j..4j+3 of qs, whose low nibbles are elements 4j..4j+3 and
+ * high nibbles elements 16+4j..16+4j+3. VPDPBUSD multiplies the nibbles
+ * (unsigned) by four activation values broadcast to every lane; starting
+ * from -8 * sum x, eight of them give each row's block sum exactly.
+ * ====================================================================== */
+
+enum { VT_Q4_0_PACK_BYTES = 32 + 256 };
+
 #ifdef VT_X86
-    if (c->matmul == VT_MATMUL_Q8 && c->k.vnni && w->codec->type == VT_TYPE_Q8_0)
-        return gemm_q8_0_vnni;
+/* Four bytes at p in every 32-bit lane, straight from memory. */
+VT_VNNI_TARGET static inline __attribute__((always_inline)) __m512i bcast32(const uint8_t *p)
+{
+    return _mm512_broadcastd_epi32(_mm_loadu_si32(p));
+}
+
+/* Tokens [t0, t0 + T) of the wide activation against one group of 16 rows
+ * (pw: the group's packed blocks); y[t * ldy + r] for r < 16. */
+VT_VNNI_TARGET static inline __attribute__((always_inline)) void
+q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *xw, size_t xs, int64_t t0, int T, float *y, int64_t ldy)
+{
+    __m512 acc[8];
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *g = pw + (size_t)b * VT_Q4_0_PACK_BYTES;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)g));
+        __m512i wv[8];
+        for (int j = 0; j < 4; j++) {
+            const __m512i raw = _mm512_loadu_si512(g + 32 + 64 * j);
+            wv[j] = _mm512_and_si512(raw, low4);
+            wv[j + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        }
+        for (int t = 0; t < T; t++) {
+            const int64_t tok = t0 + t;
+            const uint8_t *blk = xw + (size_t)(tok / 2) * xs + (size_t)b * VT_WIDE_PAIR_BYTES;
+            const int s = (int)(tok % 2);
+            const uint8_t *qx = blk + 32 * s;
+            __m512i sum = bcast32(blk + 136 + 4 * s);
+            for (int k = 0; k < 8; k++)
+                sum = _mm512_dpbusd_epi32(sum, wv[k], bcast32(qx + 4 * k));
+            const __m512 dx = _mm512_castsi512_ps(bcast32(blk + 128 + 4 * s));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, dx), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
+}
+
+/* Rows [r0, r1) (whole groups of 16: the matrix's rows are split so) of w
+ * against n_tok tokens; eight tokens at a time. */
+VT_VNNI_TARGET static void gemm_q4_0_vnni(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xw,
+                                          int64_t n_tok, float *y, int64_t ldy)
+{
+    const int64_t nb = w->cols / 32;
+    const size_t xs = (size_t)nb * VT_WIDE_PAIR_BYTES, gs = (size_t)nb * VT_Q4_0_PACK_BYTES;
+    for (int64_t o = r0; o + 16 <= r1; o += 16) {
+        const uint8_t *pw = w->packed + (size_t)(o / 16) * gs;
+        int64_t t = 0;
+        for (; t + 8 <= n_tok; t += 8)
+            q4_0_group(pw, nb, xw, xs, t, 8, y + o, ldy);
+        for (; t + 2 <= n_tok; t += 2)
+            q4_0_group(pw, nb, xw, xs, t, 2, y + o, ldy);
+        if (t < n_tok)
+            q4_0_group(pw, nb, xw, xs, t, 1, y + o, ldy);
+    }
+}
+#endif
+
+/* ======================================================================
+ * Q8_0 in sixteen-row groups, as Q4_0 above: lane r of every register is
+ * row r of the group, and vt_dot_q8_0's eight lanes per block become eight
+ * registers, lane m's (elements 4m..4m+3) own: lane_m = VPDPBUSD of the 16
+ * rows' four bytes offset to w + 128 against the token's four values
+ * broadcast, from -128 times their sum (the wide layout's offset sums);
+ * acc_m = fma(d_w * d_x, lane_m, acc_m) block after block, and vt_hsum8's
+ * tree over the eight at the end: each row's arithmetic exactly. Packed:
+ * per group and block VT_Q8_0_PACK_BYTES, the 16 rows' d (F16), then for
+ * m = 0..7 the 16 rows' bytes 4m..4m+3 of qs.
+ * ====================================================================== */
+
+enum { VT_Q8_0_PACK_BYTES = 32 + 512 };
+
+#ifdef VT_X86
+VT_VNNI_TARGET static inline __attribute__((always_inline)) void
+q8_0_group(const uint8_t *pw, int64_t nb, const uint8_t *xw, size_t xs, int64_t t0, int T, float *y, int64_t ldy)
+{
+    __m512 acc[2][8];
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < 8; m++)
+            acc[t][m] = _mm512_setzero_ps();
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *g = pw + (size_t)b * VT_Q8_0_PACK_BYTES;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)g));
+        __m512i wv[8];
+        for (int m = 0; m < 8; m++)
+            wv[m] = _mm512_xor_si512(_mm512_loadu_si512(g + 32 + 64 * m), off);
+        for (int t = 0; t < T; t++) {
+            const int64_t tok = t0 + t;
+            const uint8_t *blk = xw + (size_t)(tok / 2) * xs + (size_t)b * VT_WIDE_PAIR_BYTES;
+            const int s = (int)(tok % 2);
+            const uint8_t *qx = blk + 32 * s, *ls = blk + 64 + 32 * s;
+            const __m512 d = _mm512_mul_ps(dw, _mm512_castsi512_ps(bcast32(blk + 128 + 4 * s)));
+            for (int m = 0; m < 8; m++) {
+                const __m512i lane = _mm512_dpbusd_epi32(bcast32(ls + 4 * m), wv[m], bcast32(qx + 4 * m));
+                acc[t][m] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane), acc[t][m]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        const __m512 s04 = _mm512_add_ps(acc[t][0], acc[t][4]), s26 = _mm512_add_ps(acc[t][2], acc[t][6]);
+        const __m512 s15 = _mm512_add_ps(acc[t][1], acc[t][5]), s37 = _mm512_add_ps(acc[t][3], acc[t][7]);
+        _mm512_storeu_ps(y + (t0 + t) * ldy, _mm512_add_ps(_mm512_add_ps(s04, s26), _mm512_add_ps(s15, s37)));
+    }
+}
+
+VT_VNNI_TARGET static void gemm_q8_0_packed(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xw,
+                                            int64_t n_tok, float *y, int64_t ldy)
+{
+    const int64_t nb = w->cols / 32;
+    const size_t xs = (size_t)nb * VT_WIDE_PAIR_BYTES, gs = (size_t)nb * VT_Q8_0_PACK_BYTES;
+    for (int64_t o = r0; o + 16 <= r1; o += 16) {
+        const uint8_t *pw = w->packed + (size_t)(o / 16) * gs;
+        int64_t t = 0;
+        for (; t + 2 <= n_tok; t += 2)
+            q8_0_group(pw, nb, xw, xs, t, 2, y + o, ldy);
+        if (t < n_tok)
+            q8_0_group(pw, nb, xw, xs, t, 1, y + o, ldy);
+    }
+}
+#endif
+
+/* ======================================================================
+ * Q4_K in the order of ggml's repacked GEMV (vt_dot_q4_k_r8: per
+ * superblock the exact integer sums isum = sum_j scale_j * (nibbles . q8
+ * over sub-block j) and imin = sum_j min_j * (the q8 sums of sub-block j),
+ * then acc = fma(isum, d_w * d_x, acc) and mins = fma(imin, dmin_w * d_x,
+ * mins); the product acc - mins), sixteen rows per register as Q4_0. The
+ * activation is the plain Q8_K blocks. Packed per group and superblock,
+ * VT_Q4_K_PACK_BYTES: the 16 rows' d, their dmin (F16), their 12 scale
+ * bytes as three registers of 4 bytes per row, then for i = 0..3 and
+ * k = 0..7 the 16 rows' bytes 32i + 4k .. 32i + 4k + 3 of qs (low nibbles:
+ * sub-block 2i, high: 2i + 1, elements 4k..4k+3).
+ * ====================================================================== */
+
+enum { VT_Q4_K_PACK_BYTES = 64 + 192 + 2048 };
+
+#ifdef VT_X86
+VT_VNNI_TARGET static inline __attribute__((always_inline)) void
+q4_k_group(const uint8_t *pw, int64_t nb, const uint8_t *xb, size_t xs, int64_t t0, int T, float *y, int64_t ldy)
+{
+    __m512 acc[2], mins[2];
+    for (int t = 0; t < T; t++)
+        acc[t] = mins[t] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi32(63), nib = _mm512_set1_epi32(0xf);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *g = pw + (size_t)b * VT_Q4_K_PACK_BYTES;
+        /* the 6-bit scales and mins of the 8 sub-blocks, lane r: row r */
+        const __m512i A = _mm512_loadu_si512(g + 64), B = _mm512_loadu_si512(g + 128),
+                      C = _mm512_loadu_si512(g + 192);
+        __m512i sc[8], mn[8];
+        for (int j = 0; j < 4; j++) {
+            sc[j] = _mm512_and_si512(_mm512_srli_epi32(A, 8 * j), low6);
+            mn[j] = _mm512_and_si512(_mm512_srli_epi32(B, 8 * j), low6);
+            const __m512i c = _mm512_srli_epi32(C, 8 * j);
+            sc[j + 4] = _mm512_or_si512(_mm512_and_si512(c, nib),
+                                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(A, 8 * j + 6), _mm512_set1_epi32(3)), 4));
+            mn[j + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 4), nib),
+                                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(B, 8 * j + 6), _mm512_set1_epi32(3)), 4));
+        }
+        __m512i dot[2][8];
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < 8; j++)
+                dot[t][j] = _mm512_setzero_si512();
+        const uint8_t *q8[2];
+        for (int t = 0; t < T; t++)
+            q8[t] = xb + (size_t)(t0 + t) * xs + (size_t)b * VT_Q8_K_BYTES + 4;
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 8; k++) {
+                const __m512i raw = _mm512_loadu_si512(g + 256 + 64 * (8 * i + k));
+                const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+                for (int t = 0; t < T; t++) {
+                    dot[t][2 * i] = _mm512_dpbusd_epi32(dot[t][2 * i], lo, bcast32(q8[t] + 64 * i + 4 * k));
+                    dot[t][2 * i + 1] = _mm512_dpbusd_epi32(dot[t][2 * i + 1], hi, bcast32(q8[t] + 64 * i + 32 + 4 * k));
+                }
+            }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)g));
+        const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(g + 32)));
+        for (int t = 0; t < T; t++) {
+            const uint8_t *xk = xb + (size_t)(t0 + t) * xs + (size_t)b * VT_Q8_K_BYTES;
+            __m512i isum = _mm512_setzero_si512(), imin = _mm512_setzero_si512();
+            for (int j = 0; j < 8; j++) {
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(sc[j], dot[t][j]));
+                const int32_t bs = vt_rd_i16(xk + 260 + 4 * j) + vt_rd_i16(xk + 262 + 4 * j);
+                imin = _mm512_add_epi32(imin, _mm512_mullo_epi32(mn[j], _mm512_set1_epi32(bs)));
+            }
+            const __m512 dx = _mm512_castsi512_ps(bcast32(xk));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, dx), acc[t]);
+            mins[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmw, dx), mins[t]);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        _mm512_storeu_ps(y + (t0 + t) * ldy, _mm512_sub_ps(acc[t], mins[t]));
+}
+
+VT_VNNI_TARGET static void gemm_q4_k_packed(const vt_mat *w, int64_t r0, int64_t r1, const uint8_t *xb,
+                                            int64_t n_tok, float *y, int64_t ldy)
+{
+    const int64_t nb = w->cols / 256;
+    const size_t xs = (size_t)nb * VT_Q8_K_BYTES, gs = (size_t)nb * VT_Q4_K_PACK_BYTES;
+    for (int64_t o = r0; o + 16 <= r1; o += 16) {
+        const uint8_t *pw = w->packed + (size_t)(o / 16) * gs;
+        int64_t t = 0;
+        for (; t + 2 <= n_tok; t += 2)
+            q4_k_group(pw, nb, xb, xs, t, 2, y + o, ldy);
+        if (t < n_tok)
+            q4_k_group(pw, nb, xb, xs, t, 1, y + o, ldy);
+    }
+}
+#endif
+
+vt_int_gemm_fn vt_int_gemm_of(const vt_cpu *c, const vt_mat *w, int *granule, int *wide_act)
+{
+    int g = 4, wide = 1;
+    vt_int_gemm_fn f = NULL;
+#ifdef VT_X86
+    if (c->matmul == VT_MATMUL_Q8 && c->k.vnni && w->codec->type == VT_TYPE_Q8_0) {
+        f = w->packed ? gemm_q8_0_packed : gemm_q8_0_vnni;
+        g = w->packed ? 16 : 4;
+    }
+    if (c->matmul == VT_MATMUL_Q8 && c->k.vnni && w->codec->type == VT_TYPE_Q4_0 && w->packed) {
+        f = gemm_q4_0_vnni;
+        g = 16;
+    }
+    if (c->matmul == VT_MATMUL_Q8 && c->k.vnni && w->codec->type == VT_TYPE_Q4_K && w->packed) {
+        f = gemm_q4_k_packed;
+        g = 16;
+        wide = 0;
+    }
 #else
     (void)c;
     (void)w;
 #endif
-    return NULL;
+    if (granule)
+        *granule = g;
+    if (wide_act)
+        *wide_act = wide;
+    return f;
+}
+
+int vt_int_pack_wanted(const vt_cpu *c, const vt_mat *w)
+{
+    if (c->matmul != VT_MATMUL_Q8 || !c->k.vnni || w->rows % 16 != 0)
+        return 0;
+    const int t = w->codec->type;
+    return t == VT_TYPE_Q8_0 || ((t == VT_TYPE_Q4_0 || t == VT_TYPE_Q4_K) && vt_int_dot_r8(t, w->tensor_rows));
+}
+
+/* The three packed layouts are one transposition: per group of 16 rows
+ * and block, each row's leading F16 values (d; Q4_K: d, dmin) side by
+ * side, 32 bytes each, then every 4-byte word of the rest of the block,
+ * the 16 rows' copies of it side by side (64 bytes). As many bytes as
+ * the rows take stored. */
+size_t vt_int_packed_bytes(const vt_mat *w, int64_t rows) { return (size_t)rows * w->row_bytes; }
+
+void vt_int_pack(const vt_mat *w, uint8_t *dst)
+{
+    const size_t bb = w->codec->block_bytes;
+    const size_t halves = w->codec->type == VT_TYPE_Q4_K ? 2 : 1, words = (bb - 2 * halves) / 4;
+    const int64_t nb = w->cols / w->codec->block_elems;
+    for (int64_t g = 0; g < w->rows / 16; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = dst + (size_t)(g * nb + b) * 16 * bb;
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *blk = w->data + (size_t)(g * 16 + r) * w->row_bytes + (size_t)b * bb;
+                for (size_t h = 0; h < halves; h++)
+                    memcpy(o + 32 * h + 2 * r, blk + 2 * h, 2);
+                for (size_t k = 0; k < words; k++)
+                    memcpy(o + 32 * halves + 64 * k + 4 * r, blk + 2 * halves + 4 * k, 4);
+            }
+        }
 }

@@ -133,6 +133,7 @@ int vt_load_matrix(const vt_gguf *g, const char *name, int64_t cols, int64_t row
     out->row_bytes = vt_codec_row_bytes(c, cols);
     out->act = vt_act_type_of(t->type);
     out->tensor_rows = rows;
+    out->packed = NULL;
     out->plant_row = -1;
     out->plant_scale = 1.0f;
     vt_plant p;

@@ -8,8 +8,9 @@
  * them for every token, so a batch decodes each weight row once. Under
  * --matmul q8 a weight with an integer kernel meets the activation in
  * blocks instead, and one the kernel set has a matrix kernel for
- * (vt_int_gemm_of: Q8_0 on AVX-512 VNNI) the activation in that kernel's
- * wide layout, the rows and tokens tiled inside the kernel.
+ * (vt_int_gemm_of: on AVX-512 VNNI Q8_0, and Q4_0 and Q4_K repacked at
+ * load) the activation in the layout that kernel reads, the rows and
+ * tokens tiled inside the kernel; BF16 has one too (k.bf16_rows).
  * ====================================================================== */
 
 typedef struct mm_task {
@@ -33,8 +34,10 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
 {
     const vt_mat *w = t->w;
     const int64_t n = w->cols;
-    if (t->xw) {
-        vt_int_gemm_of(c, w)(w, r0, r1, t->xw, n_tok, t->y, t->ldy);
+    int wide = 0;
+    const vt_int_gemm_fn gemm = t->xw || t->xb ? vt_int_gemm_of(c, w, NULL, &wide) : NULL;
+    if (gemm) {
+        gemm(w, r0, r1, wide ? t->xw : t->xb, n_tok, t->y, t->ldy);
         return;
     }
     if (t->xb) {
@@ -51,6 +54,10 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
     const int in_place = w->codec->type == VT_TYPE_F32;
     const int64_t nblocks = n / w->codec->block_elems;
     int64_t o = r0;
+    if (w->codec->type == VT_TYPE_BF16 && c->k.bf16_rows) {
+        c->k.bf16_rows(w, r0, r1, t->x, n_tok, t->y, t->ldy);
+        return;
+    }
     if (w->codec->type == VT_TYPE_BF16) {
         /* ggml sums a BF16 product its own way (dot_bf16), one row at a time. */
         for (; o < r1; o++) {
@@ -94,9 +101,13 @@ static void matmul_worker(void *ctx, int ith, int nth)
     float *wbuf = vt_cpu_scratch(job->c, ith);
     for (int i = 0; i < job->n_task; i++) {
         const mm_task *t = &job->task[i];
-        /* Split in groups of four rows so every thread can use dot4. */
-        int64_t groups = (t->w->rows + 3) / 4;
-        int64_t r0 = groups * ith / nth * 4, r1 = groups * (ith + 1) / nth * 4;
+        /* Split in groups of four rows so every thread can use dot4, or of
+         * the matrix kernel's granule. */
+        int g = 4;
+        if (t->xw || t->xb)
+            vt_int_gemm_of(job->c, t->w, &g, NULL);
+        int64_t groups = (t->w->rows + g - 1) / g;
+        int64_t r0 = groups * ith / nth * g, r1 = groups * (ith + 1) / nth * g;
         if (r1 > t->w->rows)
             r1 = t->w->rows;
         if (r0 < r1)
@@ -116,7 +127,8 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
         t->x = x;
         return;
     }
-    const int wide = vt_int_gemm_of(c, w) != NULL;
+    int wide_act = 0;
+    const int wide = vt_int_gemm_of(c, w, NULL, &wide_act) != NULL && wide_act;
     const int packed = !wide && vt_int_dot_of(c, w, NULL) != NULL;
     for (int j = 0; j < i; j++) {
         const mm_task *u = &job->task[j];
@@ -271,6 +283,27 @@ void vt_cpu_free(vt_cpu *c)
     for (int i = 0; i < 3; i++)
         free(c->xq[i]);
     free(c->scratch);
+    for (size_t i = 0; i < c->n_packs; i++)
+        free(c->packs[i]);
+    free(c->packs);
+}
+
+int vt_cpu_pack(vt_cpu *c, vt_mat *m, const char *file, vt_error *err)
+{
+    if (!vt_int_pack_wanted(c, m))
+        return VT_OK;
+    uint8_t **grown = realloc(c->packs, (c->n_packs + 1) * sizeof *grown);
+    if (!grown)
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory for the repacked weights", file);
+    c->packs = grown;
+    const size_t n = vt_int_packed_bytes(m, m->rows);
+    uint8_t *p = vt_alloc_aligned(n, 1);
+    if (!p)
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory for %zu bytes of repacked weights", file, n);
+    vt_int_pack(m, p);
+    c->packs[c->n_packs++] = p;
+    m->packed = p;
+    return VT_OK;
 }
 
 void vt_cpu_resolved(const vt_cpu *c, vt_runner_settings *out)
@@ -302,6 +335,10 @@ vt_mat vt_mat_rows(const vt_mat *m, int64_t r0, int64_t n)
     out.data = m->data + (size_t)r0 * m->row_bytes;
     out.rows = n;
     out.plant_row = m->plant_row >= r0 && m->plant_row < r0 + n ? m->plant_row - r0 : -1;
+    /* a packed view only of whole groups of the packed layout's 16 rows */
+    out.packed = m->packed && r0 % 16 == 0 && n % 16 == 0
+                     ? m->packed + vt_int_packed_bytes(m, r0)
+                     : NULL;
     return out;
 }
 

@@ -100,7 +100,7 @@ static int load_weights(vt_qwen3 *m, vt_error *err)
 
     int rc = vt_load_embeddings(g, E, &hp->n_vocab, &m->embd, &m->output, &m->output_norm,
                                 &hp->tied_output, err);
-    if (rc)
+    if (rc || (rc = vt_cpu_pack(&m->cpu, &m->output, vt_gguf_name(g), err)))
         return rc;
 
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
@@ -116,7 +116,8 @@ static int load_weights(vt_qwen3 *m, vt_error *err)
             return err->code;
 #define MAT(field, suffix, cols, rows)                                         \
         snprintf(name, sizeof name, "blk.%d." suffix ".weight", (int)l);       \
-        if ((rc = vt_load_matrix(g, name, cols, rows, &L->field, err)))        \
+        if ((rc = vt_load_matrix(g, name, cols, rows, &L->field, err)) ||      \
+            (rc = vt_cpu_pack(&m->cpu, &L->field, vt_gguf_name(g), err)))      \
             return rc;
         VEC(attn_norm, "attn_norm", E)
         MAT(wq, "attn_q", E, qd)

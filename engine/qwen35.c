@@ -263,7 +263,8 @@ static int load_attention(vt_qwen35 *m, vt_q35_layer *L, int32_t l, vt_error *er
     snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", (int)l);
     if (vt_gguf_find_tensor(g, name)) {
         vt_mat all;
-        if ((rc = vt_load_matrix(g, name, E, 2 * qd + 2 * kvd, &all, err)))
+        if ((rc = vt_load_matrix(g, name, E, 2 * qd + 2 * kvd, &all, err)) ||
+            (rc = vt_cpu_pack(&m->cpu, &all, vt_gguf_name(g), err)))
             return rc;
         L->wq = vt_mat_rows(&all, 0, 2 * qd);
         L->wk = vt_mat_rows(&all, 2 * qd, kvd);
@@ -274,12 +275,14 @@ static int load_attention(vt_qwen35 *m, vt_q35_layer *L, int32_t l, vt_error *er
         const int64_t rows[3] = { 2 * qd, kvd, kvd };
         for (int i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, names[i]);
-            if ((rc = vt_load_matrix(g, name, E, rows[i], dst[i], err)))
+            if ((rc = vt_load_matrix(g, name, E, rows[i], dst[i], err)) ||
+                (rc = vt_cpu_pack(&m->cpu, dst[i], vt_gguf_name(g), err)))
                 return rc;
         }
     }
     snprintf(name, sizeof name, "blk.%d.attn_output.weight", (int)l);
-    if ((rc = vt_load_matrix(g, name, qd, E, &L->wo, err)))
+    if ((rc = vt_load_matrix(g, name, qd, E, &L->wo, err)) ||
+        (rc = vt_cpu_pack(&m->cpu, &L->wo, vt_gguf_name(g), err)))
         return rc;
     snprintf(name, sizeof name, "blk.%d.attn_q_norm.weight", (int)l);
     if (!(L->q_norm = vt_load_vector(g, name, hd, err)))
@@ -299,7 +302,8 @@ static int load_delta_net(vt_qwen35 *m, vt_q35_layer *L, int32_t l, vt_error *er
     int rc;
 #define MAT(field, nm, cols, rows)                                             \
     snprintf(name, sizeof name, "blk.%d." nm, (int)l);                         \
-    if ((rc = vt_load_matrix(g, name, cols, rows, &L->field, err)))            \
+    if ((rc = vt_load_matrix(g, name, cols, rows, &L->field, err)) ||          \
+        (rc = vt_cpu_pack(&m->cpu, &L->field, vt_gguf_name(g), err)))          \
         return rc;
 #define F32(field, nm, ne0, ne1)                                               \
     snprintf(name, sizeof name, "blk.%d." nm, (int)l);                         \
@@ -326,7 +330,7 @@ static int load_weights(vt_qwen35 *m, vt_error *err)
     const int64_t E = hp->n_embd, F = hp->n_ff;
     int rc = vt_load_embeddings(g, E, &hp->n_vocab, &m->embd, &m->output, &m->output_norm,
                                 &hp->tied_output, err);
-    if (rc)
+    if (rc || (rc = vt_cpu_pack(&m->cpu, &m->output, vt_gguf_name(g), err)))
         return rc;
     int32_t n_attn = 0;
     for (int32_t l = 0; l < hp->n_layer; l++) {
@@ -346,7 +350,8 @@ static int load_weights(vt_qwen35 *m, vt_error *err)
         const int64_t cols[3] = { E, E, F }, rows[3] = { F, F, E };
         for (int i = 0; i < 3; i++) {
             snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, names[i]);
-            if ((rc = vt_load_matrix(g, name, cols[i], rows[i], dst[i], err)))
+            if ((rc = vt_load_matrix(g, name, cols[i], rows[i], dst[i], err)) ||
+                (rc = vt_cpu_pack(&m->cpu, dst[i], vt_gguf_name(g), err)))
                 return rc;
         }
     }

@@ -473,18 +473,33 @@ Test(op, elementwise_ops_are_bit_identical_to_ggml, .init = open_oracles, .fini 
 
 
 /* The matrix kernels (kernels_intdot.c, the avx512vnni set) tile rows and
- * tokens; every tile shape and tail (rows and tokens not a multiple of the
- * tile, an odd token's empty partner, the 64-token chunk edge) must give
- * the products the row-by-row integer kernels give, with 1 and 2 threads.
- * Weights: random blocks, int8 values over the whole range (-128 too). */
-static void rows_q8_0(uint8_t *w, int64_t rows, int64_t cols, vt_rng *r)
+ * tokens, and read Q8_0, Q4_0 and Q4_K repacked in groups of 16 rows (and
+ * BF16 rows four at a time, the avx512f set's); every tile
+ * shape and tail (rows not a multiple of the tile or the group, tokens not
+ * a multiple of the tile, an odd token's empty partner, the 64-token chunk
+ * edge) must give the products the row-by-row integer kernels give, with 1
+ * and 2 threads. Weights: random blocks, every byte value (int8 -128 too). */
+static void random_blocks(int type, uint8_t *w, int64_t rows, int64_t cols, vt_rng *r)
 {
-    for (int64_t b = 0; b < rows * cols / 32; b++) {
-        const uint16_t d = vt_f32_to_f16((float)vt_rng_normal(r) * 0.01f);
-        w[b * 34] = (uint8_t)(d & 0xff);
-        w[b * 34 + 1] = (uint8_t)(d >> 8);
-        for (int j = 0; j < 32; j++)
-            w[b * 34 + 2 + j] = (uint8_t)(vt_rng_next(r) >> 56);
+    const vt_codec *c = vt_codec_by_type(type);
+    const size_t bb = c->block_bytes;
+    if (type == VT_TYPE_BF16) {
+        for (int64_t i = 0; i < rows * cols; i++) {
+            const uint16_t v = vt_f32_to_bf16((float)vt_rng_normal(r));
+            w[2 * i] = (uint8_t)(v & 0xff);
+            w[2 * i + 1] = (uint8_t)(v >> 8);
+        }
+        return;
+    }
+    const int n_f16 = type == VT_TYPE_Q4_K ? 2 : 1; /* d (and dmin) */
+    for (int64_t b = 0; b < rows * cols / c->block_elems; b++) {
+        for (int h = 0; h < n_f16; h++) {
+            const uint16_t d = vt_f32_to_f16((float)vt_rng_normal(r) * 0.01f);
+            w[b * bb + 2 * h] = (uint8_t)(d & 0xff);
+            w[b * bb + 2 * h + 1] = (uint8_t)(d >> 8);
+        }
+        for (size_t j = 2 * (size_t)n_f16; j < bb; j++)
+            w[b * bb + j] = (uint8_t)(vt_rng_next(r) >> 56);
     }
 }
 
@@ -493,35 +508,41 @@ Test(op, matrix_kernels_equal_the_row_kernels_at_every_tile_shape)
     if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw") ||
         !__builtin_cpu_supports("avx512vl"))
         cr_skip_test("this CPU has no AVX-512 VNNI: no matrix kernels to compare");
-    enum { COLS_T = 96, MAX_ROWS = 13, MAX_TOK = 67 };
-    static uint8_t w[MAX_ROWS * COLS_T / 32 * 34];
-    static float x[MAX_TOK * COLS_T], want[MAX_ROWS * MAX_TOK], got[MAX_ROWS * MAX_TOK];
+    enum { MAX_COLS = 512, MAX_ROWS = 48, MAX_TOK = 67 };
+    static uint8_t w[MAX_ROWS * MAX_COLS / 32 * 34];
+    static float x[MAX_TOK * MAX_COLS], want[MAX_ROWS * MAX_TOK], got[MAX_ROWS * MAX_TOK];
     vt_rng r;
     vt_rng_seed(&r, 77);
-    rows_q8_0(w, MAX_ROWS, COLS_T, &r);
-    for (int i = 0; i < MAX_TOK * COLS_T; i++)
-        x[i] = (i / 32) % 7 == 3 ? 0.0f : (float)vt_rng_normal(&r); /* some all-zero blocks */
-    static const int rows[] = { 1, 3, 4, 5, 8, 13 };
-    static const int toks[] = { 1, 2, 3, 4, 5, 7, 64, 65, 67 };
+    /* BF16 at 101 columns: the tail after the steps of 32 too */
+    static const int types[] = { VT_TYPE_Q8_0, VT_TYPE_Q4_0, VT_TYPE_Q4_K, VT_TYPE_BF16 };
+    static const int type_cols[] = { 96, 96, 512, 101 };
+    static const int rows[] = { 1, 3, 4, 5, 8, 13, 16, 48 };
+    static const int toks[] = { 1, 2, 3, 4, 5, 7, 8, 9, 64, 65, 67 };
     vt_error err;
     int compared = 0;
-    for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
-        for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++)
-            for (int threads = 1; threads <= 2; threads++) {
-                const size_t n = (size_t)rows[ri] * (size_t)toks[ti];
-                vt_error_clear(&err);
-                setenv("VT_ENGINE_ISA", "avx512f", 1);
-                cr_assert_eq(vt_engine_matmul(VT_TYPE_Q8_0, w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
-                                              threads, want, &err), 0, "%s", err.msg);
-                setenv("VT_ENGINE_ISA", "avx512vnni", 1);
-                cr_assert_str_eq(vt_engine_isa(), "avx512vnni");
-                memset(got, 0xff, sizeof got);
-                cr_assert_eq(vt_engine_matmul(VT_TYPE_Q8_0, w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
-                                              threads, got, &err), 0, "%s", err.msg);
-                cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0, "%d rows, %d tokens, %d threads differ",
-                             rows[ri], toks[ti], threads);
-                compared++;
-            }
+    for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
+        const int COLS_T = type_cols[ty];
+        random_blocks(types[ty], w, MAX_ROWS, COLS_T, &r);
+        for (int i = 0; i < MAX_TOK * COLS_T; i++)
+            x[i] = (i / 32) % 7 == 3 ? 0.0f : (float)vt_rng_normal(&r); /* some all-zero blocks */
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+            for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    const size_t n = (size_t)rows[ri] * (size_t)toks[ti];
+                    vt_error_clear(&err);
+                    setenv("VT_ENGINE_ISA", "avx2", 1); /* the row kernels */
+                    cr_assert_eq(vt_engine_matmul(types[ty], w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
+                                                  threads, want, &err), 0, "%s", err.msg);
+                    setenv("VT_ENGINE_ISA", "avx512vnni", 1);
+                    cr_assert_str_eq(vt_engine_isa(), "avx512vnni");
+                    memset(got, 0xff, sizeof got);
+                    cr_assert_eq(vt_engine_matmul(types[ty], w, rows[ri], COLS_T, x, toks[ti], VT_MATMUL_Q8,
+                                                  threads, got, &err), 0, "%s", err.msg);
+                    cr_assert_eq(memcmp(want, got, n * sizeof(float)), 0, "%s: %d rows, %d tokens, %d threads differ",
+                                 vt_codec_by_type(types[ty])->name, rows[ri], toks[ti], threads);
+                    compared++;
+                }
+    }
     unsetenv("VT_ENGINE_ISA");
-    cr_assert_eq(compared, 6 * 9 * 2);
+    cr_assert_eq(compared, 4 * 8 * 11 * 2);
 }
