@@ -333,8 +333,10 @@ int vt_speed_read_bandwidth(int n_threads, size_t bytes, int passes, double *byt
     }
     bw_slice sl[MAX_T];
     pthread_t th[MAX_T];
-    double best = 0.0;
+    double pass_bw[VT_SPEED_MAX_RUNS];
     int rc = VT_OK;
+    if (passes > VT_SPEED_MAX_RUNS)
+        passes = VT_SPEED_MAX_RUNS;
     for (int pass = 0; pass < passes && rc == VT_OK; pass++) {
         atomic_int go = 0;
         int started = 0;
@@ -353,12 +355,11 @@ int vt_speed_read_bandwidth(int n_threads, size_t bytes, int passes, double *byt
             rc = vt_error_set(err, VT_EINPUT, "speed: read bandwidth: cannot start %d threads", n_threads);
             break;
         }
-        const double bw = (double)(slice * (size_t)n_threads) / dt;
-        if (bw > best)
-            best = bw;
+        pass_bw[pass] = (double)(slice * (size_t)n_threads) / dt;
     }
     free(buf);
-    *bytes_per_s = best;
+    if (rc == VT_OK)
+        *bytes_per_s = vt_speed_stat_of(pass_bw, passes).median;
     return rc;
 }
 

@@ -58,7 +58,9 @@ int vt_speed_compare(const vt_runner_ops *a, const vt_runner_ops *b, const vt_ru
 
 /* The read bandwidth n_threads threads get from memory: each reads its
  * slice of a buffer of `bytes` (far beyond the last-level cache), `passes`
- * times; the best pass, in bytes per second. */
+ * times (at most VT_SPEED_MAX_RUNS); the median pass, in bytes per second
+ * (on a shared machine single passes burst well above what a whole decode
+ * sees: measured here 28-53 GB/s for 2 threads, best-of-3 readings). */
 int vt_speed_read_bandwidth(int n_threads, size_t bytes, int passes, double *bytes_per_s, vt_error *err);
 
 /* Bytes of weights one decode step reads from the GGUF at path: every

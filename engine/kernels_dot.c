@@ -353,11 +353,22 @@ __attribute__((target("avx512f"))) static void matmul_bf16_avx512(const vt_mat *
 }
 #endif
 
+#ifdef VT_X86
+#include <cpuid.h>
+/* CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports does not know
+ * "f16c", so it is asked of the CPU directly. */
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
 /* The widest kernels the CPU runs, or the ones $VT_ENGINE_ISA names ("c",
  * "sse2", "avx2", "avx512f", "avx512vnni"; a diagnostic override, honoured
  * only if the CPU has it): results are identical either way, which is how
  * that is tested. avx512vnni is avx512f plus the integer matrix kernels of
- * kernels_intdot.c that need AVX-512 BW, VL and VNNI (and F16C). */
+ * kernels_intdot.c that need AVX-512 BW, VL, DQ and VNNI (and F16C). */
 vt_kernels vt_kernels_pick(void)
 {
     static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
@@ -379,7 +390,7 @@ vt_kernels vt_kernels_pick(void)
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has_vnni = has512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") && cpu_has_f16c();
     const int has2 = __builtin_cpu_supports("avx2");
     const vt_kernels *k2 = has2 && __builtin_cpu_supports("fma") ? &avx2_fma : &avx2;
     if (want && strcmp(want, "sse2") == 0)

@@ -28,7 +28,8 @@ static const char usage_text[] =
     "(the median of the per-run ratios, each run's two runners adjacent in time; above 1: the\n"
     "engine is faster) and the decode bandwidth limit: the weight bytes one decode step reads\n"
     "over the read bandwidth --threads threads get from memory, measured before and after the\n"
-    "runs (best pass over a --bandwidth-mib MiB buffer), and each runner's fraction of it.\n"
+    "runs (the better median of 5 passes over a --bandwidth-mib MiB buffer), and each runner's\n"
+    "fraction of it.\n"
     "On a loaded machine the ratios swing: run it quiet and look at the spread.\n"
     "\n"
     "example: vt bench --vs llamacpp --model bench-0.6b-Q8_0.gguf --threads 2 --runs 5\n";
@@ -184,16 +185,16 @@ int vt_cmd_bench(int argc, char **argv)
     const int threads = s.n_threads > 0 ? (int)s.n_threads : (int)(cpus > 0 ? cpus : 1);
     int rc = vt_speed_weight_bytes_per_token(s.model_path, &wb, &err);
     if (rc == VT_OK)
-        rc = vt_speed_read_bandwidth(threads, bw_bytes, 3, &bw0, &err);
+        rc = vt_speed_read_bandwidth(threads, bw_bytes, 5, &bw0, &err);
     if (rc == VT_OK)
         rc = vt_speed_compare(lo, oo, &s, (int32_t)p, (int32_t)g, (int)runs, &r, &err);
     if (rc == VT_OK)
-        rc = vt_speed_read_bandwidth(threads, bw_bytes, 3, &bw1, &err);
+        rc = vt_speed_read_bandwidth(threads, bw_bytes, 5, &bw1, &err);
     if (rc != VT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return rc == VT_ECHECK ? 1 : 2;
     }
-    /* the better of the two: the machine at its quietest */
+    /* the better of the two medians: the machine at its quietest */
     const double bw = bw0 > bw1 ? bw0 : bw1, limit = bw / wb;
     if (json) {
         if (print_json(&s, &r, bw, (double)bw_bytes, wb)) {
@@ -230,7 +231,7 @@ int vt_cmd_bench(int argc, char **argv)
            "(%.3f..%.3f)\n",
            r.prefill_ratio_stat.median, r.prefill_ratio_stat.min, r.prefill_ratio_stat.max,
            r.decode_ratio_stat.median, r.decode_ratio_stat.min, r.decode_ratio_stat.max);
-    printf("decode limit: weights %.1f MB per token over a read bandwidth of %.2f GB/s (%d threads, best of 3 "
+    printf("decode limit: weights %.1f MB per token over a read bandwidth of %.2f GB/s (%d threads, median of 5 "
            "passes over %lld MiB, before the runs %.2f and after %.2f): %.2f tok/s\n",
            wb * 1e-6, bw * 1e-9, threads, (long long)bw_mib, bw0 * 1e-9, bw1 * 1e-9, limit);
     if (r.first_difference < 0)
