@@ -40,6 +40,40 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
     return rc;
 }
 
+int vt_engine_attention(const float *q, const float *k, const float *v, int32_t n_keys, int64_t head_dim,
+                        int n_threads, float *out, vt_error *err)
+{
+    if (n_keys <= 0 || head_dim <= 0 || head_dim > 4096)
+        return vt_error_set(err, VT_EINPUT, "engine attention: %d keys of %lld: expected at least one key of "
+                            "1 .. 4096", n_keys, (long long)head_dim);
+    vt_runner_settings s;
+    vt_runner_settings_default(&s);
+    s.model_path = "(vt_engine_attention)";
+    s.n_threads = n_threads;
+    s.n_ctx = n_keys;
+    s.n_batch = 1;
+    vt_cpu c;
+    memset(&c, 0, sizeof c);
+    vt_kv kv;
+    memset(&kv, 0, sizeof kv);
+    int rc = vt_cpu_configure(&c, &s, err);
+    if (!rc)
+        rc = vt_cpu_start(&c, head_dim, head_dim, 0, s.model_path, err);
+    if (!rc)
+        rc = vt_kv_alloc(&kv, 1, n_keys, head_dim, VT_CACHE_F32, s.model_path, err);
+    if (!rc) {
+        for (int32_t j = 0; j < n_keys; j++)
+            vt_kv_store(&kv, 0, j, k + (size_t)j * (size_t)head_dim, v + (size_t)j * (size_t)head_dim);
+        const vt_attention_args a = { .kv = &kv, .layer = 0, .pos0 = n_keys - 1, .n_tok = 1, .n_head = 1,
+                                      .n_head_kv = 1, .head_dim = head_dim, .q = q, .ldq = head_dim, .out = out,
+                                      .ldo = head_dim };
+        vt_attention(&c, &a);
+    }
+    vt_kv_free(&kv);
+    vt_cpu_free(&c);
+    return rc;
+}
+
 const char *vt_engine_isa(void) { return vt_kernels_pick().isa; }
 
 float vt_engine_dot_f32(const float *a, const float *b, int64_t n) { return vt_kernels_pick().dot(a, b, n); }

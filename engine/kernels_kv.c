@@ -164,14 +164,33 @@ static void attention_worker(void *ctx, int ith, int nth)
             c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk_buf, cache_load(kv, kv->v, at, hd, vbuf),
                        scores[j] * inv, hd);
         }
-        for (int64_t d = 0; d < hd; d++) {
-            float l[16];
+        /* Per output d, the 16 partials (rows k, k + 16, k + 32, k + 48
+         * paired as dot() pairs its accumulators) and tree16's order over
+         * them; sixteen outputs at a time with d the inner index, so the
+         * same additions run side by side in vector registers (ldk_buf is
+         * a multiple of 16; columns past hd are zeros, never stored). */
+        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+            float l[16][16];
             for (int k = 0; k < 16; k++) {
-                const float *col = acc + (size_t)d + (size_t)k * (size_t)ldk_buf;
-                const size_t r16 = 16 * (size_t)ldk_buf;
-                l[k] = (col[0] + col[2 * r16]) + (col[r16] + col[3 * r16]);
+                const float *r0 = acc + (size_t)k * (size_t)ldk_buf + (size_t)d0;
+                const float *r1 = r0 + 16 * (size_t)ldk_buf, *r2 = r1 + 16 * (size_t)ldk_buf,
+                            *r3 = r2 + 16 * (size_t)ldk_buf;
+                for (int i = 0; i < 16; i++)
+                    l[k][i] = (r0[i] + r2[i]) + (r1[i] + r3[i]);
             }
-            out[d] = tree16(l);
+            for (int k = 0; k < 8; k++)
+                for (int i = 0; i < 16; i++)
+                    l[k][i] += l[k + 8][i];
+            for (int k = 0; k < 4; k++)
+                for (int i = 0; i < 16; i++)
+                    l[k][i] += l[k + 4][i];
+            for (int i = 0; i < 16; i++) {
+                l[0][i] += l[2][i];
+                l[1][i] += l[3][i];
+            }
+            const int64_t m = hd - d0 < 16 ? hd - d0 : 16;
+            for (int64_t i = 0; i < m; i++)
+                out[d0 + i] = l[0][i] + l[1][i];
         }
     }
 }

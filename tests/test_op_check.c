@@ -546,3 +546,75 @@ Test(op, matrix_kernels_equal_the_row_kernels_at_every_tile_shape)
     unsetenv("VT_ENGINE_ISA");
     cr_assert_eq(compared, 4 * 8 * 11 * 2);
 }
+
+/* Attention's order (kernels_kv.c), written out one element at a time: the
+ * scores by the F32 dot, the scale, the softmax exponentials and one
+ * multiply by 1/sum, V p into 64 accumulator rows (row j mod 64 takes key
+ * j, fused), then per output the pairs of dot()'s 64 partials and tree16.
+ * The engine computes the reduction sixteen outputs at a time; any other
+ * order of the same additions gives other bits somewhere on these inputs. */
+static void attention_reference(const float *q, const float *k, const float *v, int n_keys, int hd, float *out)
+{
+    static float scores[256], acc[64][128], l[16];
+    for (int j = 0; j < n_keys; j++)
+        scores[j] = vt_engine_dot_f32(k + (size_t)j * hd, q, hd);
+    const float scale = 1.0f / sqrtf((float)hd);
+    float max = -INFINITY;
+    for (int j = 0; j < n_keys; j++) {
+        scores[j] *= scale;
+        max = fmaxf(max, scores[j]);
+    }
+    const float inv = (float)(1.0 / vt_engine_softmax_exp(scores, n_keys, max));
+    memset(acc, 0, sizeof acc);
+    for (int j = 0; j < n_keys; j++)
+        for (int d = 0; d < hd; d++)
+            acc[j & 63][d] = fmaf(v[(size_t)j * hd + d], scores[j] * inv, acc[j & 63][d]);
+    for (int d = 0; d < hd; d++) {
+        for (int i = 0; i < 16; i++)
+            l[i] = (acc[i][d] + acc[i + 32][d]) + (acc[i + 16][d] + acc[i + 48][d]);
+        for (int i = 0; i < 8; i++)
+            l[i] += l[i + 8];
+        for (int i = 0; i < 4; i++)
+            l[i] += l[i + 4];
+        l[0] += l[2];
+        l[1] += l[3];
+        out[d] = l[0] + l[1];
+    }
+}
+
+Test(op, attention_keeps_its_reduction_order_at_every_kernel_set)
+{
+    static const int hds[] = { 16, 100, 128 }, keys[] = { 1, 5, 63, 64, 65, 200 };
+    const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
+    static float q[128], k[200 * 128], v[200 * 128], want[128], got[128];
+    vt_rng r;
+    vt_rng_seed(&r, 91);
+    vt_error err;
+    int compared = 0;
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        setenv("VT_ENGINE_ISA", isas[ii], 1);
+        if (strcmp(vt_engine_isa(), isas[ii]) != 0)
+            continue; /* this CPU has not got it */
+        for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+            for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    const int hd = hds[hi], n = keys[ki];
+                    for (int i = 0; i < hd; i++)
+                        q[i] = (float)vt_rng_normal(&r);
+                    for (int i = 0; i < n * hd; i++) {
+                        k[i] = (float)vt_rng_normal(&r);
+                        v[i] = (float)vt_rng_normal(&r) * (i % 7 == 0 ? 1000.0f : 1.0f); /* cancellation */
+                    }
+                    attention_reference(q, k, v, n, hd, want);
+                    memset(got, 0xff, sizeof got);
+                    vt_error_clear(&err);
+                    cr_assert_eq(vt_engine_attention(q, k, v, n, hd, threads, got, &err), 0, "%s", err.msg);
+                    cr_assert_eq(memcmp(want, got, (size_t)hd * sizeof(float)), 0,
+                                 "%s: %d keys of %d, %d threads: attention differs", isas[ii], n, hd, threads);
+                    compared++;
+                }
+    }
+    unsetenv("VT_ENGINE_ISA");
+    cr_assert_geq(compared, 2 * 3 * 6 * 2); /* c and sse2 run everywhere (x86-64) */
+    cr_assert_eq(vt_engine_attention(q, k, v, 0, 16, 1, got, &err), VT_EINPUT);
+}
