@@ -7,7 +7,10 @@
  *                  the 16-lane tree by shuffles, the tail as the CPU's; BF16
  *                  weights in ggml_vec_dot_bf16's (two 16-lane halves, double)
  *   RMSNorm        the sum of squares in double, in element order (one thread,
- *                  the squares made by all and read from shared memory)
+ *                  the squares made by all and read from shared memory), or
+ *                  a tree sum where it provably has the same bits
+ *   q8 products    the CPU's integer bodies (codec_intdot.h), Q8_0 and Q4_K
+ *                  decode steps a warp per row, the rest a thread per row
  *   softmax        expf16 and tree16 of engine_math.h per 16 keys, the sums
  *                  added in double in key order
  *   V p            64 accumulators per output in key order, as kernels_kv.c
@@ -47,9 +50,11 @@ extern "C" {
 #if defined(__HIP_PLATFORM_AMD__)
 #define SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))
 #define SHFL(v, l, w) __shfl((v), (l), (w))
+#define SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
 #else
 #define SHFL_DOWN(v, d, w) __shfl_down_sync(0xffffffffu, (v), (d), (w))
 #define SHFL(v, l, w) __shfl_sync(0xffffffffu, (v), (l), (w))
+#define SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #endif
 
 struct vt_gpu {
@@ -459,6 +464,7 @@ __device__ static double sum_in_order(const float *sq, int64_t n)
 {
     double sum = 0.0;
     int64_t i = 0;
+#pragma unroll 4
     for (; i + 8 <= n; i += 8) {
         float v[8];
         for (int k = 0; k < 8; k++)
@@ -469,6 +475,52 @@ __device__ static double sum_in_order(const float *sq, int64_t n)
     for (; i < n; i++)
         sum += (double)sq[i];
     return sum;
+}
+
+/* The same sum of squares (sq >= 0, or NaN) by every thread of the block,
+ * most often without the serial chain. Each square is a whole multiple of
+ * u, the smallest float ulp among the nonzero ones, so every partial sum
+ * below 2^53 u is exact in double, in any order. A sum that rounded
+ * somewhere is at least 2^53 u: its first rounding needs an exact sum of
+ * at least that, and adding numbers >= 0 never goes below it. So a tree
+ * sum below 2^53 u is exact, and is then the serial sum's very bits; else
+ * (or inf, NaN) thread 0 runs the serial loop. Every thread calls it. */
+__device__ static double sum_squares_as_serial(const float *sq, int64_t n)
+{
+    __shared__ double part_s[32], sum_s;
+    __shared__ int emin_s[32];
+    double part = 0.0;
+    int emin = 255;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float t = sq[i];
+        part += (double)t;
+        const int e = (int)((vt_f32_bits(t) >> 23) & 0xff);
+        if (t != 0.0f)
+            emin = min(emin, e ? e : 1); /* subnormals: the ulp of exponent 1 */
+    }
+    for (int o = 16; o; o >>= 1) {
+        part += SHFL_XOR(part, o, 32);
+        emin = min(emin, SHFL_XOR(emin, o, 32));
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    if (lane == 0) {
+        part_s[warp] = part;
+        emin_s[warp] = emin;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double tree = 0.0;
+        int e = 255;
+        for (int w = 0; w < warps; w++) {
+            tree += part_s[w];
+            e = min(e, emin_s[w]);
+        }
+        /* u = 2^(e - 127 - 23); 2^53 u = 2^(e - 97), a normal double */
+        const double bound = __longlong_as_double((long long)(e - 97 + 1023) << 52);
+        sum_s = tree < bound ? tree : sum_in_order(sq, n);
+    }
+    __syncthreads();
+    return sum_s;
 }
 
 /* One block per row: every thread squares (the CPU's float products) into
@@ -483,11 +535,9 @@ __global__ static void k_rmsnorm(float *out, const float *x, const float *w, int
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
         sq[i] = xr[i] * xr[i];
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const double sum = sum_in_order(sq, n);
-        const float mean = (float)(sum / (double)n);
-        scale_s = 1.0f / sqrtf(mean + eps);
-    }
+    const double sum = sum_squares_as_serial(sq, n);
+    if (threadIdx.x == 0)
+        scale_s = 1.0f / sqrtf((float)(sum / (double)n) + eps);
     __syncthreads();
     const float scale = scale_s;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -628,6 +678,334 @@ static matvec_kernel matvec_kernel_of(int type)
 }
 #undef MATVEC
 
+/* --matmul q8, a decode step (a few tokens), Q8_0 and Q4_K weights: one
+ * warp per output row, the CPU's integer product (codec_intdot.h) spread
+ * over its lanes. Integer sums are exact in any order, so lanes take them
+ * side by side; each float accumulator then runs its fused multiply-adds
+ * in block order, as vt_dot_q8_0 and vt_dot_q4_k_r8 do. The block
+ * quantizes the activation into shared memory first, each activation block
+ * by one warp, the same bits as vt_q8_0_block_write and
+ * vt_q8_k_block_write. */
+
+/* Four int8 products of a and b added to c (exact). */
+__device__ static inline int dot4_i8(int a, int b, int c)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
+    return __dp4a(a, b, c);
+#else
+    for (int k = 0; k < 4; k++)
+        c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));
+    return c;
+#endif
+}
+
+__device__ static inline int warp_sum_i32(int v)
+{
+    for (int o = 16; o; o >>= 1)
+        v += SHFL_XOR(v, o, 32);
+    return v;
+}
+
+/* Bytes p[0..3] as one little-endian word, p 2-byte aligned. */
+__device__ static inline int rd32_a2(const uint8_t *p)
+{
+    const uint16_t *h = (const uint16_t *)p;
+    return (int)((uint32_t)h[0] | (uint32_t)h[1] << 16);
+}
+
+/* vt_q8_0_block_write by a warp, lane = element v: amax is a maximum (the
+ * same in any order; fmaxf drops NaN as the CPU's loop does). */
+__device__ static void warp_q8_0_block(float v, uint8_t *dst, int lane)
+{
+    float amax = fmaxf(0.0f, fabsf(v));
+    for (int o = 16; o; o >>= 1)
+        amax = fmaxf(amax, SHFL_XOR(amax, o, 32));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    dst[2 + lane] = (uint8_t)(int8_t)nearbyintf(v * id);
+    if (lane == 0) {
+        const uint16_t d = vt_f32_to_f16_bits(amax / 127.0f);
+        dst[0] = (uint8_t)(d & 0xff);
+        dst[1] = (uint8_t)(d >> 8);
+    }
+}
+
+/* vt_q8_k_block_write by a warp, lane = elements 8 lane .. 8 lane + 7 of x
+ * (v, already loaded): the scale's element is the first of largest
+ * magnitude (the CPU's strict >), found as the largest (magnitude, -index);
+ * sums of 16 by lane pairs. */
+__device__ static void warp_q8_k_block(const float *x, const float *v, uint8_t *dst, int lane)
+{
+    float amax = 0.0f;
+    int idx = 256;
+    for (int k = 0; k < 8; k++) {
+        const float ax = fabsf(v[k]);
+        if (ax > amax) {
+            amax = ax;
+            idx = 8 * lane + k;
+        }
+    }
+    for (int o = 16; o; o >>= 1) {
+        const float oa = SHFL_XOR(amax, o, 32);
+        const int oi = SHFL_XOR(idx, o, 32);
+        if (oa > amax || (oa == amax && oi < idx)) {
+            amax = oa;
+            idx = oi;
+        }
+    }
+    int8_t *q = (int8_t *)(dst + 4);
+    int sum = 0;
+    uint32_t d = 0;
+    if (amax == 0.0f) {
+        for (int k = 0; k < 8; k++)
+            q[8 * lane + k] = 0;
+    } else {
+        const float iscale = -127.0f / x[idx];
+        for (int k = 0; k < 8; k++) {
+            const int r = vt_nearest_int(iscale * v[k]);
+            const int c = r < 127 ? r : 127;
+            q[8 * lane + k] = (int8_t)c;
+            sum += (int)(int8_t)c;
+        }
+        d = vt_f32_bits(1 / iscale);
+    }
+    sum += SHFL_XOR(sum, 1, 32);
+    if (!(lane & 1)) {
+        const uint16_t s = (uint16_t)(int16_t)sum;
+        dst[260 + lane] = (uint8_t)(s & 0xff);
+        dst[261 + lane] = (uint8_t)(s >> 8);
+    }
+    if (lane == 0)
+        for (int k = 0; k < 4; k++)
+            dst[k] = (uint8_t)(d >> (8 * k));
+}
+
+/* One row (its nb blocks at wr, in shared memory) of Q8_0 against n_tok activation rows at xs
+ * (xrow bytes apart), vt_dot_q8_0's arithmetic: lane 8j + m takes the
+ * four-element sum m of block 4i + j; accumulator m's chain over blocks in
+ * order runs in lanes m, 8 + m, 16 + m and 24 + m alike. */
+__device__ static void row_q8_0(const uint8_t *wr, int64_t nb, const uint8_t *xs, size_t xrow, int64_t n_tok,
+                                int lane, float *out)
+{
+    const int m = lane & 7, j = lane >> 3;
+    float acc[MATVEC_MAX_TOK] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+        float dw[4];
+        int qw[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t b = b0 + 4 * u + j;
+            dw[u] = 0.0f;
+            qw[u] = 0;
+            if (b < nb) {
+                const uint8_t *p = wr + (size_t)b * VT_Q8_0_BYTES;
+                dw[u] = vt_half_bits_to_f32(*(const uint16_t *)p);
+                qw[u] = rd32_a2(p + 2 + 4 * m);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t b = b0 + 4 * u + j;
+#pragma unroll
+            for (int t = 0; t < MATVEC_MAX_TOK; t++) {
+                if (t >= n_tok)
+                    continue;
+                float d = 0.0f;
+                int s = 0;
+                if (b < nb) {
+                    const uint8_t *q = xs + (size_t)t * xrow + (size_t)b * VT_Q8_0_BYTES;
+                    d = dw[u] * vt_half_bits_to_f32(*(const uint16_t *)q);
+                    s = dot4_i8(qw[u], rd32_a2(q + 2 + 4 * m), 0);
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const float dk = SHFL(d, 8 * k + m, 32);
+                    const int sk = SHFL(s, 8 * k + m, 32);
+                    if (b0 + 4 * u + k < nb)
+                        acc[t] = fmaf(dk, (float)sk, acc[t]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < MATVEC_MAX_TOK; t++) {
+        float a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            a[k] = SHFL(acc[t], k, 32);
+        if (t < n_tok)
+            out[t] = vt_hsum8(a);
+    }
+}
+
+/* One row of Q4_K (nb superblocks at wr, ggml's repacked order: one integer
+ * sum a superblock) against Q8_K activation rows, vt_dot_q4_k_r8's
+ * arithmetic: lane 4j + p takes elements 8p .. 8p + 7 of sub-block j;
+ * the two integer sums are added over the warp, then the two float chains
+ * run over superblocks in order in every lane. */
+__device__ static void row_q4_k_r8(const uint8_t *wr, int64_t nb, const uint8_t *xs, size_t xrow, int64_t n_tok,
+                                   int lane, float *out)
+{
+    const int j = lane >> 2, p = lane & 3;
+    float acc[MATVEC_MAX_TOK] = { 0.0f, 0.0f, 0.0f, 0.0f }, mins[MATVEC_MAX_TOK] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int64_t b0 = 0; b0 < nb; b0 += 4) {
+        uint32_t q0[4], q1[4];
+        int sc[4], mn[4];
+        float dh[4], mh[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t b = b0 + u;
+            q0[u] = q1[u] = 0;
+            sc[u] = mn[u] = 0;
+            dh[u] = mh[u] = 0.0f;
+            if (b < nb) {
+                const uint8_t *w = wr + (size_t)b * 144;
+                const uint32_t *q = (const uint32_t *)(w + 16 + 32 * (j >> 1) + 8 * p);
+                q0[u] = q[0];
+                q1[u] = q[1];
+                vt_k4_scale_min(w + 4, j, &sc[u], &mn[u]);
+                dh[u] = vt_half_bits_to_f32(((const uint16_t *)w)[0]);
+                mh[u] = vt_half_bits_to_f32(((const uint16_t *)w)[1]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t b = b0 + u;
+            if (b >= nb)
+                continue;
+            const int shift = 4 * (j & 1);
+            const int v0 = (int)((q0[u] >> shift) & 0x0f0f0f0fu), v1 = (int)((q1[u] >> shift) & 0x0f0f0f0fu);
+#pragma unroll
+            for (int t = 0; t < MATVEC_MAX_TOK; t++) {
+                if (t >= n_tok)
+                    continue;
+                const uint8_t *x = xs + (size_t)t * xrow + (size_t)b * VT_Q8_K_BYTES;
+                const int *q8 = (const int *)(x + 4 + 32 * j + 8 * p);
+                int isum = sc[u] * dot4_i8(v1, q8[1], dot4_i8(v0, q8[0], 0));
+                int imin = p ? 0
+                             : mn[u] * ((int)((const int16_t *)(x + 260))[2 * j] +
+                                        (int)((const int16_t *)(x + 260))[2 * j + 1]);
+                isum = warp_sum_i32(isum);
+                imin = warp_sum_i32(imin);
+                const float dx = *(const float *)x;
+                acc[t] = fmaf((float)isum, dh[u] * dx, acc[t]);
+                mins[t] = fmaf((float)imin, mh[u] * dx, mins[t]);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < MATVEC_MAX_TOK; t++)
+        if (t < n_tok)
+            out[t] = acc[t] - mins[t];
+}
+
+/* Row o of the parts: its matrix's data, output and stride; *o its row
+ * there. NULL past the last. */
+__device__ static inline const uint8_t *part_row(const mv_parts &parts, int64_t *o, float **y, int64_t *ldy)
+{
+    const uint8_t *data = NULL;
+#pragma unroll
+    for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
+        if (!data && p < parts.n) {
+            if (*o < parts.rows[p]) {
+                data = parts.data[p];
+                *y = parts.y[p];
+                *ldy = parts.ldy[p];
+            } else
+                *o -= parts.rows[p];
+        }
+    return data;
+}
+
+/* The activation rows quantized into shared memory, each block by one warp,
+ * the values of several blocks loaded before any is quantized (the loads
+ * would otherwise wait on each other's latency in turn). */
+template <int T>
+__device__ static void quantize_rows(const float *x, int64_t cols, int64_t n_tok, uint8_t *xs, size_t xrow, int lane,
+                                     int warp, int warps)
+{
+    const int64_t be = T == VT_TYPE_Q4_K ? 256 : 32, xb = cols / be, n = n_tok * xb;
+    if (T == VT_TYPE_Q4_K) {
+        for (int64_t i0 = warp; i0 < n; i0 += 2 * warps) {
+            float v[2][8];
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int64_t i = i0 + (int64_t)u * warps;
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    v[u][k] = i < n ? x[(i / xb) * cols + (i % xb) * be + 8 * lane + k] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 2; u++) {
+                const int64_t i = i0 + (int64_t)u * warps;
+                if (i < n)
+                    warp_q8_k_block(x + (i / xb) * cols + (i % xb) * be, v[u],
+                                    xs + (size_t)(i / xb) * xrow + (size_t)(i % xb) * VT_Q8_K_BYTES, lane);
+            }
+        }
+    } else {
+        for (int64_t i0 = warp; i0 < n; i0 += 4 * warps) {
+            float v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int64_t i = i0 + (int64_t)u * warps;
+                v[u] = i < n ? x[(i / xb) * cols + (i % xb) * be + lane] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int64_t i = i0 + (int64_t)u * warps;
+                if (i < n)
+                    warp_q8_0_block(v[u], xs + (size_t)(i / xb) * xrow + (size_t)(i % xb) * VT_Q8_0_BYTES, lane);
+            }
+        }
+    }
+}
+
+/* Each warp copies its first row's bytes into shared memory (before the
+ * kernel ahead is waited for: they are weights), the warps of the block
+ * quantize the activation into shared memory, then each warp takes its
+ * rpw rows in turn (rpw > 1 for a matrix of very many rows, the output
+ * head: fewer blocks, each quantizing the activation once).
+ * Shared: the activation (xspan bytes), then a row of row_span a warp. */
+template <int T>
+__global__ static void k_matvec_int(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t cols,
+                                    int64_t n_tok, size_t xrow, size_t xspan, size_t row_span, int rpw)
+{
+    extern __shared__ uint4 xs_words[];
+    uint8_t *xs = (uint8_t *)xs_words;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int64_t first = ((int64_t)blockIdx.x * warps + warp) * rpw;
+    int64_t o = first, ldy = 0;
+    float *y = NULL;
+    const uint8_t *data = part_row(parts, &o, &y, &ldy);
+    uint8_t *row = xs + xspan + (size_t)warp * row_span;
+    if (data)
+        copy_words((uint4 *)row, (const uint4 *)(data + (size_t)o * row_bytes), row_bytes / 16, lane);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    quantize_rows<T>(x, cols, n_tok, xs, xrow, lane, warp, warps);
+    __syncthreads();
+    for (int k = 0; k < rpw; k++) {
+        if (k > 0) {
+            o = first + k;
+            if (!(data = part_row(parts, &o, &y, &ldy)))
+                break;
+            VT_SYNCWARP(); /* every lane is done with the row before */
+            copy_words((uint4 *)row, (const uint4 *)(data + (size_t)o * row_bytes), row_bytes / 16, lane);
+        }
+        if (!data)
+            break;
+        VT_SYNCWARP();
+        float r[MATVEC_MAX_TOK];
+        if (T == VT_TYPE_Q4_K)
+            row_q4_k_r8(row, nb, xs, xrow, n_tok, lane, r);
+        else
+            row_q8_0(row, nb, xs, xrow, n_tok, lane, r);
+#pragma unroll
+        for (int t = 0; t < MATVEC_MAX_TOK; t++)
+            if (lane == 0 && t < n_tok)
+                y[t * ldy + o] = r[t];
+    }
+}
+
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
  * k_rmsnorm in one launch (the same operations, so the same bits). */
 __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
@@ -644,11 +1022,9 @@ __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const
         sq[i] = v * v;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const double sum = sum_in_order(sq, n);
-        const float mean = (float)(sum / (double)n);
-        scale_s = 1.0f / sqrtf(mean + eps);
-    }
+    const double sum = sum_squares_as_serial(sq, n);
+    if (threadIdx.x == 0)
+        scale_s = 1.0f / sqrtf((float)(sum / (double)n) + eps);
     __syncthreads();
     const float scale = scale_s;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -693,11 +1069,9 @@ __global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, i
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
         sq[i] = x[i] * x[i];
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const double sum = sum_in_order(sq, hd);
-        const float mean = (float)(sum / (double)hd);
-        scale_s = 1.0f / sqrtf(mean + eps);
-    }
+    const double sum = sum_squares_as_serial(sq, hd);
+    if (threadIdx.x == 0)
+        scale_s = 1.0f / sqrtf((float)(sum / (double)hd) + eps);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
         x[i] = x[i] * scale_s * w[i];
@@ -1108,6 +1482,54 @@ static int matvec_fits(const vt_gpu_mat *w, int64_t n_tok)
            matvec_warp_bytes(w, &s, &span, &raw) <= 48 * 1024;
 }
 
+/* A product's launch: on CUDA with programmatic dependent launch (g->pdl)
+ * it may start while the kernel ahead runs (the kernel waits, GRID_WAIT,
+ * before reading its input); plain otherwise. */
+template <typename... P, typename... A>
+static int launch_product(vt_gpu *g, void (*k)(P...), unsigned blocks, unsigned threads, size_t shm, const char *name,
+                          vt_error *err, A... args)
+{
+#if !defined(__HIP_PLATFORM_AMD__)
+    if (g->pdl) {
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cudaLaunchAttribute early;
+        memset(&early, 0, sizeof early);
+        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        early.val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3(blocks);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = shm;
+        cfg.stream = g->stream;
+        cfg.attrs = &early;
+        cfg.numAttrs = 1;
+        TRY(cudaLaunchKernelEx(&cfg, k, args...), "cudaLaunchKernelEx");
+        LAUNCHED(name);
+        return VT_OK;
+    }
+#endif
+    k<<<blocks, threads, shm, g->stream>>>(args...);
+    LAUNCHED(name);
+    return VT_OK;
+}
+
+/* The parts of one product launch; *rows: their rows together. */
+static mv_parts parts_of(const vt_gpu_mat *const *ws, int n, float *const *ys, const int64_t *ldys, int64_t *rows)
+{
+    mv_parts parts;
+    memset(&parts, 0, sizeof parts);
+    parts.n = n;
+    *rows = 0;
+    for (int i = 0; i < n; i++) {
+        parts.data[i] = ws[i]->data;
+        parts.rows[i] = ws[i]->rows;
+        parts.y[i] = ys[i];
+        parts.ldy[i] = ldys[i];
+        *rows += ws[i]->rows;
+    }
+    return parts;
+}
+
 /* n matrices of one codec and width (matvec_fits each) over x, one launch. */
 static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
                   const int64_t *ldys, vt_error *err)
@@ -1118,45 +1540,62 @@ static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x,
     int64_t span, rows = 0;
     size_t raw;
     const size_t per_warp = matvec_warp_bytes(w, &s, &span, &raw);
-    mv_parts parts;
-    memset(&parts, 0, sizeof parts);
-    parts.n = n;
-    for (int i = 0; i < n; i++) {
-        parts.data[i] = ws[i]->data;
-        parts.rows[i] = ws[i]->rows;
-        parts.y[i] = ys[i];
-        parts.ldy[i] = ldys[i];
-        rows += ws[i]->rows;
-    }
+    const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const size_t per = (48 * 1024) / per_warp;
     const int warps = per > 8 ? 8 : (int)per;
     const unsigned blocks = (unsigned)((rows + warps - 1) / warps);
-    const matvec_kernel k = matvec_kernel_of(w->type);
-#if !defined(__HIP_PLATFORM_AMD__)
-    if (g->pdl) {
-        cudaLaunchConfig_t cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cudaLaunchAttribute early;
-        memset(&early, 0, sizeof early);
-        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        early.val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(32 * warps);
-        cfg.dynamicSmemBytes = warps * per_warp;
-        cfg.stream = g->stream;
-        cfg.attrs = &early;
-        cfg.numAttrs = 1;
-        TRY(cudaLaunchKernelEx(&cfg, k, parts, w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x,
-                               n_tok, g->grids),
-            "cudaLaunchKernelEx");
-        LAUNCHED("k_matvec");
-        return VT_OK;
-    }
-#endif
-    k<<<blocks, 32 * warps, warps * per_warp, g->stream>>>(parts, w->row_bytes, w->cols, c->block_elems,
-                                                           c->block_bytes, s, span, raw, x, n_tok, g->grids);
-    LAUNCHED("k_matvec");
-    return VT_OK;
+    return launch_product(g, matvec_kernel_of(w->type), blocks, 32 * warps, warps * per_warp, "k_matvec", err, parts,
+                          w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x, n_tok, g->grids);
+}
+
+/* k_matvec_int's shared memory: the activation, then the warps' rows. */
+static size_t int_matvec_xspan(size_t xrow, int64_t n_tok) { return (xrow * (size_t)n_tok + 15) / 16 * 16; }
+
+static int int_matvec_warps(size_t row_bytes, size_t xrow, int64_t n_tok)
+{
+    const size_t xspan = int_matvec_xspan(xrow, n_tok);
+    if (xspan >= 48 * 1024)
+        return 0;
+    const size_t w = (48 * 1024 - xspan) / row_bytes;
+    return w > 8 ? 8 : (int)w;
+}
+
+/* Whether k_matvec_int takes these matrices (*xrow: its activation bytes a
+ * token): one codec and width, Q8_0 or Q4_K in the repacked order, rows of
+ * whole 16-byte words, at most MATVEC_MAX_TOK tokens, the activation and a
+ * row within 48 KiB. */
+static int int_matvec_fits(const vt_gpu *g, const vt_gpu_mat *const *ws, int n, int64_t n_tok, size_t *xrow)
+{
+    const int type = ws[0]->type;
+    if (g->matmul != VT_MATMUL_Q8 || n < 1 || n > MATVEC_MAX_PARTS || n_tok < 1 || n_tok > MATVEC_MAX_TOK ||
+        (type != VT_TYPE_Q8_0 && type != VT_TYPE_Q4_K))
+        return 0;
+    const int64_t be = type == VT_TYPE_Q4_K ? 256 : 32;
+    for (int i = 0; i < n; i++)
+        if (ws[i]->type != type || ws[i]->cols != ws[0]->cols || ws[i]->cols % be ||
+            (type == VT_TYPE_Q4_K && !vt_int_dot_r8(type, ws[i]->tensor_rows)))
+            return 0;
+    *xrow = (size_t)(ws[0]->cols / be) * (type == VT_TYPE_Q4_K ? VT_Q8_K_BYTES : VT_Q8_0_BYTES);
+    return ws[0]->row_bytes % 16 == 0 && int_matvec_warps(ws[0]->row_bytes, *xrow, n_tok) >= 1;
+}
+
+static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
+                      const int64_t *ldys, size_t xrow, vt_error *err)
+{
+    const vt_gpu_mat *w = ws[0];
+    const vt_codec *c = vt_codec_by_type(w->type);
+    int64_t rows = 0;
+    const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
+    const int warps = int_matvec_warps(w->row_bytes, xrow, n_tok);
+    const int rpw = rows > 65536 ? 4 : 1; /* the output head */
+    const unsigned blocks = (unsigned)((rows + (int64_t)warps * rpw - 1) / ((int64_t)warps * rpw));
+    const size_t xspan = int_matvec_xspan(xrow, n_tok), shm = xspan + (size_t)warps * w->row_bytes;
+    const int64_t nb = w->cols / c->block_elems;
+    if (w->type == VT_TYPE_Q4_K)
+        return launch_product(g, k_matvec_int<VT_TYPE_Q4_K>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
+                              w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
+    return launch_product(g, k_matvec_int<VT_TYPE_Q8_0>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
+                          w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
 }
 
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
@@ -1174,6 +1613,9 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         int rc = vt_gpu_matmul_supported(w->type, g->matmul, err);
         if (rc)
             return rc;
+        size_t xr;
+        if (int_matvec_fits(g, &w, 1, n_tok, &xr))
+            return int_matvec(g, &w, 1, x, n_tok, &y, &ldy, xr, err);
         if (int_type(w->type)) {
             const int64_t be = c->act == VT_ACT_Q8_K ? 256 : 32;
             const size_t xrow = (size_t)(w->cols / be) * act_block_bytes(c->act);
@@ -1219,6 +1661,9 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
 extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok,
                                    float *const *ys, const int64_t *ldys, vt_error *err)
 {
+    size_t xrow;
+    if (int_matvec_fits(g, ws, n, n_tok, &xrow))
+        return int_matvec(g, ws, n, x, n_tok, ys, ldys, xrow, err);
     int one = n >= 1 && n <= MATVEC_MAX_PARTS;
     for (int i = 0; one && i < n; i++) {
         const vt_codec *c = vt_codec_by_type(ws[i]->type);

@@ -4,7 +4,8 @@
  * same N tokens (seeded random ids) teacher-forced through the CPU engine
  * (--matmul exact, or q8 with --matmul q8) and through the GPU in production mode (prefill batches),
  * in production mode decoding (the first half prefilled, then one token per
- * evaluation: the captured decode graph) and in eager mode (one token per
+ * evaluation: the captured decode graph), in production mode by 3, 1, 4
+ * and 2 tokens in turn, and in eager mode (one token per
  * evaluation, op by op); every position's logits
  * compared bit for bit, and each GPU run repeated to be bit-identical.
  * Exit 0 all identical, 1 a difference, 2 no device or bad usage.
@@ -77,10 +78,21 @@ static const arch_ops *arch_of(const char *path, vt_error *err)
 }
 
 /* The logits of every position: tokens [0, split) in one evaluation, then
- * one at a time (split == n: all in one). */
+ * one at a time (split == n: all in one); split 0: evaluations of 3, 1, 4
+ * and 2 tokens in turn (a decode step's products of several tokens). */
 static int eval_split(const arch_ops *A, void *m, const int32_t *tok, int32_t n, int32_t split, int32_t V, float *out,
                       vt_error *err)
 {
+    if (split == 0) {
+        static const int32_t sizes[4] = { 3, 1, 4, 2 };
+        int rc = VT_OK;
+        for (int32_t i = 0, k = 0; rc == VT_OK && i < n; k++) {
+            const int32_t c = sizes[k % 4] < n - i ? sizes[k % 4] : n - i;
+            rc = A->gpu_eval(m, tok + i, c, 1, out + (size_t)i * (size_t)V, err);
+            i += c;
+        }
+        return rc;
+    }
     int rc = A->gpu_eval(m, tok, split, 1, out, err);
     for (int32_t i = split; rc == VT_OK && i < n; i++)
         rc = A->gpu_eval(m, tok + i, 1, 1, out + (size_t)i * (size_t)V, err);
@@ -193,10 +205,10 @@ int main(int argc, char **argv)
                 printf("%s: cpu: %s\n", base, err.msg);
                 return 2;
             }
-            static const char *const modes[3] = { "production", "prod-decode", "eager" };
-            for (int mode = 0; mode < 3; mode++) {
-                s.mode = mode == 2 ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
-                const int32_t split = mode == 1 ? (n + 1) / 2 : n;
+            static const char *const modes[4] = { "production", "prod-decode", "prod-chunks", "eager" };
+            for (int mode = 0; mode < 4; mode++) {
+                s.mode = mode == 3 ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
+                const int32_t split = mode == 1 ? (n + 1) / 2 : mode == 2 ? 0 : n;
                 if (eval_all(A, 1, device, &s, tok, n, split, V, gpu, repeats, &ok_r, &err)) {
                     printf("FAIL: %s: gpu: %s\n", base, err.msg);
                     failures++;
