@@ -227,9 +227,10 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     c->local_own.error_run.run = c->local_own.error_after.run = c->local_own.differs.run = -1;
     int rc = VT_OK;
     if (!o->runner)
-        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine, llamacpp or transformers");
+        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine, llamacpp, transformers or plugin:PATH.so");
     else if (!(c->ops = vt_runner_find(o->runner)))
-        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine, llamacpp or transformers", o->runner);
+        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine, llamacpp, transformers or plugin:PATH.so",
+                          o->runner);
     else if (c->ops->imports && o->package)
         rc = vt_error_set(err, VT_EINPUT, "--package %s: expected none with --runner %s (its package is every "
                           "distribution its Python process imported, verified against their RECORDs)", o->package,
@@ -345,6 +346,7 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
         }
         if (s.n_batch == 0)
             s.n_batch = eager ? 1 : (need < 512 ? (int32_t)need : 512);
+        s.plugin_path = vt_runner_plugin_path(o->runner);
         c->req = s;
     }
     if (rc) {

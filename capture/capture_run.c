@@ -122,6 +122,10 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
                 if (!isfinite(logits[i]))
                     run_rc = vt_error_set(&rerr, VT_ECHECK, "position %zu: logit of token %zu is %g: expected finite "
                                           "logits", i / (size_t)nv, i % (size_t)nv, (double)logits[i]);
+            if (run_rc != VT_OK && vt_runner_broken(r)) {
+                rc = vt_error_set(err, VT_EINPUT, "%s", rerr.msg);
+                break;
+            }
             vt_run_result *out = &res->runs[res->n_runs++];
             out->prompt = p;
             out->repeat = rep;

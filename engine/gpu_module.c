@@ -1,20 +1,16 @@
 #include "gpu_module.h"
+#include "module_load.h"
 
 #include "../provenance/provenance.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-/* Larger than any real module (ours is a few MiB); a bound on what is read. */
-#define MODULE_MAX_BYTES (1ull << 30)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static vt_gpu_module_info loaded;
@@ -53,39 +49,10 @@ static int load(vt_error *err)
     if (rc)
         return rc;
     const char *p = loaded_path;
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return vt_error_set(err, VT_EINPUT, "%s: %s: expected the GPU backend module", p, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > MODULE_MAX_BYTES) {
-        close(fd);
-        return vt_error_set(err, VT_EINPUT, "%s: expected a regular file of at most 1 GiB (the GPU backend module)", p);
-    }
-    size_t size = (size_t)st.st_size, got = 0;
-    unsigned char *bytes = malloc(size ? size : 1);
-    if (!bytes) {
-        close(fd);
-        return vt_error_set(err, VT_EINPUT, "%s: out of memory", p);
-    }
-    while (got < size) {
-        ssize_t r = pread(fd, bytes + got, size - got, (off_t)got);
-        if (r <= 0) {
-            free(bytes);
-            close(fd);
-            return vt_error_set(err, VT_EINPUT, "%s: read: %s", p, r < 0 ? strerror(errno) : "file shrank");
-        }
-        got += (size_t)r;
-    }
-    vt_sha256_buffer(bytes, size, &loaded_sha);
-    free(bytes);
-    char fdpath[64];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-    void *h = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
-    close(fd);
-    if (!h) {
-        const char *e = dlerror();
-        return vt_error_set(err, VT_EINPUT, "%s: dlopen: %s", p, e ? e : "failed");
-    }
+    void *h = NULL;
+    unsigned long long size = 0;
+    if ((rc = vt_module_load(p, "the GPU backend module", &h, &loaded_sha, &size, err)))
+        return rc;
     const vt_gpu_backend *b = dlsym(h, VT_GPU_BACKEND_SYMBOL);
     rc = VT_OK;
     if (!b)
@@ -108,7 +75,7 @@ static int load(vt_error *err)
         return rc;
     }
     loaded = (vt_gpu_module_info){ .backend = b, .path = loaded_path, .sha256 = loaded_sha.hex,
-                                   .size = (unsigned long long)size };
+                                   .size = size };
     return VT_OK;
 }
 

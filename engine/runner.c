@@ -151,6 +151,8 @@ int32_t vt_runner_n_vocab(const vt_runner *r) { return r->n_vocab; }
 
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out) { r->ops->identity(r->state, out); }
 
+int vt_runner_broken(const vt_runner *r) { return r->ops->broken ? r->ops->broken(r->state) : 0; }
+
 int vt_runner_imports(vt_runner *r, const char **path, vt_error *err)
 {
     *path = NULL;

@@ -69,6 +69,7 @@ typedef struct vt_runner_settings {
     int32_t n_batch;           /* prefill batch size (production) */
     uint64_t seed;
     vt_sampling sampling;
+    const char *plugin_path;   /* plugin runner only: the shared object (vt_plugin.h) */
 } vt_runner_settings;
 
 /* Defaults: production, cache auto, matmul q8, backend cpu, device 0,
@@ -119,6 +120,10 @@ typedef struct vt_runner_ops {
      * so far; a capture asks after its runs and verifies it as the package
      * (kind "imports"). The path lives until close. */
     int (*imports)(void *state, const char **path, vt_error *err);
+    /* May be NULL. Nonzero once the runner has caught its engine breaking
+     * the runner contract (a plugin's non-finite logit): a capture then
+     * stops with that error (exit 2) rather than record a failed run. */
+    int (*broken)(void *state);
     void (*close)(void *state);
 } vt_runner_ops;
 
@@ -138,8 +143,12 @@ int vt_exec_mode_parse(const char *s, vt_exec_mode *out);
 int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out);
 int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out);
 
-/* The registry: "engine", "llamacpp", "transformers". NULL if unknown. */
+/* The registry: "engine", "llamacpp", "transformers", and "plugin:PATH"
+ * (any path: the plugin runner, runner_plugin.c). NULL if unknown. */
 const vt_runner_ops *vt_runner_find(const char *name);
+/* PATH of a "plugin:PATH" runner name, else NULL: what settings.plugin_path
+ * is set to for that runner. */
+const char *vt_runner_plugin_path(const char *name);
 
 typedef struct vt_runner vt_runner; /* opaque: ops + state + scratch */
 
@@ -150,6 +159,8 @@ int32_t vt_runner_n_vocab(const vt_runner *r);
  * for a runner without one. */
 int vt_runner_imports(vt_runner *r, const char **path, vt_error *err);
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out);
+/* vt_runner_ops.broken: 0 for a runner without it. */
+int vt_runner_broken(const vt_runner *r);
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r);
 /* The settings as applied (see vt_runner_ops.resolved); seed and sampling
  * are applied by runner.c itself and so are always as requested. */

@@ -104,11 +104,13 @@ int vt_cmd_agree(int argc, char **argv)
     s.n_ctx = longest + (int32_t)n_gen;
     if (s.n_batch > s.n_ctx)
         s.n_batch = s.n_ctx;
+    s.plugin_path = vt_runner_plugin_path(local_name);
     if (rc == VT_OK && !(local = vt_runner_open(lo, &s, &err)))
         rc = err.code;
     vt_runner_settings os = s; /* the oracle computes on the CPU */
     os.backend = VT_BACKEND_CPU;
     os.device = 0;
+    os.plugin_path = vt_runner_plugin_path(oracle_name);
     if (rc == VT_OK && !(oracle = vt_runner_open(oo, &os, &err)))
         rc = err.code;
     vt_agree_prompt per[16];

@@ -14,8 +14,8 @@
 #include <time.h>
 
 static const char usage_text[] =
-    "usage: vt-capture --runner engine|llamacpp|transformers --model X.gguf --prompts P.jsonl --out C.json\n"
-    "                  [--repetitions N] [--max-tokens N] [--top-k K] [--topk-out F]\n"
+    "usage: vt-capture --runner engine|llamacpp|transformers|plugin:P.so --model X.gguf --prompts P.jsonl\n"
+    "                  --out C.json [--repetitions N] [--max-tokens N] [--top-k K] [--topk-out F]\n"
     "                  [--logits-out F]\n"
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
     "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"

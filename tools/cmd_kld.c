@@ -126,6 +126,8 @@ int vt_cmd_kld(int argc, char **argv)
         s.n_batch = s.n_ctx;
     vt_runner *local = NULL, *oracle = NULL;
     vt_runner_settings ls = s;
+    ls.plugin_path = vt_runner_plugin_path(local_name);
+    s.plugin_path = vt_runner_plugin_path(oracle_name);
     if (local_cache_set)
         ls.cache_dtype = local_cache;
     if (context >= ctx) {

@@ -92,7 +92,8 @@ int vt_runner_pair(const char *tool, const char *local, const char *oracle, vt_b
     *oo = vt_runner_find(oracle);
     const char *opt = !*lo ? "--local" : !*oo ? "--oracle" : NULL;
     if (opt) {
-        fprintf(stderr, "%s: %s '%s': expected engine, llamacpp or transformers\n", tool, opt, !*lo ? local : oracle);
+        fprintf(stderr, "%s: %s '%s': expected engine, llamacpp, transformers or plugin:PATH.so\n", tool, opt,
+                !*lo ? local : oracle);
         return 2;
     }
     /* The engine on the GPU against the engine on the CPU is two computations. */
