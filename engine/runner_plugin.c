@@ -39,11 +39,13 @@ static void copy_line(char *buf, size_t cap, const char *s)
     buf[i] = 0;
 }
 
-/* The plugin's own message for a failed entry, as one line. */
-static int plugin_failed(const plugin *P, const char *entry, const char *msg, vt_error *err)
+/* The plugin's own message for a failed entry (msg[0..cap), which it may
+ * have left unterminated), as one line. */
+static int plugin_failed(const plugin *P, const char *entry, char *msg, size_t cap, vt_error *err)
 {
     char line[512];
-    copy_line(line, sizeof line, msg && *msg ? msg : "failed, with no message");
+    msg[cap - 1] = 0;
+    copy_line(line, sizeof line, *msg ? msg : "failed, with no message");
     return vt_error_set(err, VT_EINPUT, "%s: %s: %s", P->path, entry, line);
 }
 
@@ -111,12 +113,11 @@ static int plugin_open(const vt_runner_settings *s, void **state, vt_error *err)
     unsigned long long size = 0;
     int rc = vt_module_load(P->path, "a vt plugin (a shared object, vt_plugin.h)", &P->handle, &P->sha, &size, err);
     if (rc == VT_OK)
-        rc = table_check(P, dlsym(P->handle, VT_PLUGIN_SYMBOL), err);
+        rc = table_check(P, P->t = dlsym(P->handle, VT_PLUGIN_SYMBOL), err);
     if (rc) {
         unload(P);
         return rc;
     }
-    P->t = dlsym(P->handle, VT_PLUGIN_SYMBOL);
     int32_t want = 0;
     if ((rc = model_vocab(s->model_path, &want, err))) {
         unload(P);
@@ -125,9 +126,8 @@ static int plugin_open(const vt_runner_settings *s, void **state, vt_error *err)
     const vt_plugin_settings ps = plugin_settings_of(s);
     char msg[512] = "";
     if (P->t->open(&ps, &P->st, msg, sizeof msg) != 0 || !P->st) {
-        msg[sizeof msg - 1] = 0;
         P->st = NULL; /* a failed open owns nothing */
-        rc = plugin_failed(P, "open", msg, err);
+        rc = plugin_failed(P, "open", msg, sizeof msg, err);
         unload(P);
         return rc;
     }
@@ -157,8 +157,7 @@ static int plugin_reset(void *state, vt_error *err)
     plugin *P = state;
     char msg[512] = "";
     if (P->t->reset(P->st, msg, sizeof msg) != 0) {
-        msg[sizeof msg - 1] = 0;
-        return plugin_failed(P, "reset", msg, err);
+        return plugin_failed(P, "reset", msg, sizeof msg, err);
     }
     return VT_OK;
 }
@@ -168,8 +167,7 @@ static int plugin_eval(void *state, const int32_t *tokens, int32_t n, int all_lo
     plugin *P = state;
     char msg[512] = "";
     if (P->t->eval(P->st, tokens, n, all_logits, logits, msg, sizeof msg) != 0) {
-        msg[sizeof msg - 1] = 0;
-        return plugin_failed(P, "eval", msg, err);
+        return plugin_failed(P, "eval", msg, sizeof msg, err);
     }
     const int32_t rows = all_logits ? n : 1;
     for (int32_t r = 0; r < rows; r++) {
