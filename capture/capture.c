@@ -227,9 +227,9 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     c->local_own.error_run.run = c->local_own.error_after.run = c->local_own.differs.run = -1;
     int rc = VT_OK;
     if (!o->runner)
-        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine, llamacpp, transformers or plugin:PATH.so");
+        rc = vt_error_set(err, VT_EINPUT, "--runner: missing: expected engine, llamacpp, transformers, openai or plugin:PATH.so");
     else if (!(c->ops = vt_runner_find(o->runner)))
-        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine, llamacpp, transformers or plugin:PATH.so",
+        rc = vt_error_set(err, VT_EINPUT, "--runner '%s': expected engine, llamacpp, transformers, openai or plugin:PATH.so",
                           o->runner);
     else if (c->ops->imports && o->package)
         rc = vt_error_set(err, VT_EINPUT, "--package %s: expected none with --runner %s (its package is every "
@@ -373,6 +373,15 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     id.top_k = c->o.top_k < nv ? c->o.top_k : nv;
     /* After the runner is open, so that every library it loaded is mapped. */
     int rc = vt_runtime_identity_read(&id.runtime, err);
+    /* A runner told only the top k log-probs has no logits to write, and
+     * no more than k to list. */
+    int32_t known = vt_runner_top_k_only(r);
+    if (rc == VT_OK && known > 0 && c->o.logits_out)
+        rc = vt_error_set(err, VT_EINPUT, "--logits-out %s: expected none with --runner %s (it gives the top %d "
+                          "log-probs of each position, not logits)", c->o.logits_out, c->ops->name, (int)known);
+    if (rc == VT_OK && known > 0 && !c->prefix && id.top_k > known)
+        rc = vt_error_set(err, VT_EINPUT, "--top-k %d: expected at most %d, the log-probs --runner %s is told per "
+                          "position (--server-top-k)", (int)id.top_k, (int)known, c->ops->name);
     vt_run_results res;
     memset(&res, 0, sizeof res);
     if (c->o.logits_out && !(c->side = vt_logits_writer_new(c->side_dir, err)))

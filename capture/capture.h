@@ -44,6 +44,13 @@
  *   logits_file, determinism, workload_seal, seal
  * A reader's gap at a position is argmax_logprobs[i] - logprobs[i] (>= 0).
  *
+ * vt.prefix-scores/4: /3 with runs[].bound[] after argmax_logprobs, written
+ * by a scorer told only the top k log-probs of each position (an HTTP
+ * server: runner.h, top_k_only): the positions, ascending, whose scored
+ * token was not among the k. There logprobs[i] is the lowest log-prob told,
+ * an upper bound on the token's, so the gap is a lower bound. Scorers with
+ * logits keep writing /3, so their documents are unchanged.
+ *
  * Version 2 added model.gguf.vocab_sha256 (what token ids mean: the token
  * list, token types and merges), model.problems (why the model is not
  * verified) and runtime.runner.device. vt.capture/1 and
@@ -98,6 +105,8 @@
 
 #define VT_CAPTURE_SCHEMA "vt.capture/2"
 #define VT_PREFIX_SCORES_SCHEMA "vt.prefix-scores/3"
+/* What a scorer told only the top k log-probs writes (runner.h, top_k_only). */
+#define VT_PREFIX_SCORES_SCHEMA_TOPK "vt.prefix-scores/4"
 /* Earlier versions, still read (capture_read.h). */
 #define VT_CAPTURE_SCHEMA_V1 "vt.capture/1"
 #define VT_PREFIX_SCORES_SCHEMA_V1 "vt.prefix-scores/1"

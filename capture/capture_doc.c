@@ -639,6 +639,12 @@ static cJSON *runs_json(const vt_capture *c, const vt_run_results *res)
             cJSON_AddItemToObject(run, "logprobs", num_array(res->logprobs + r->off, r->n));
             cJSON_AddItemToObject(run, "argmax", int_array(res->argmax + r->off, r->n));
             cJSON_AddItemToObject(run, "argmax_logprobs", num_array(res->argmax_logprobs + r->off, r->n));
+            if (res->known_top_k > 0) { /* vt.prefix-scores/4 */
+                cJSON *b = cJSON_AddArrayToObject(run, "bound");
+                for (int32_t k = 0; k < r->n; k++)
+                    if (res->bound[r->off + k])
+                        cJSON_AddItemToArray(b, cJSON_CreateNumber(k));
+            }
         }
         if (r->ok)
             add_str(run, "logits_sha256", r->logits_sha.hex);
@@ -743,7 +749,8 @@ static void add_side_file(cJSON *doc, const char *key, int present, const char *
 int vt_capture_document(vt_capture *c, const vt_run_results *res, const vt_capture_identity *id, vt_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *model = NULL, *package = NULL;
-    add_str(doc, "schema", c->prefix ? VT_PREFIX_SCORES_SCHEMA : VT_CAPTURE_SCHEMA);
+    add_str(doc, "schema", !c->prefix ? VT_CAPTURE_SCHEMA
+                           : res->known_top_k > 0 ? VT_PREFIX_SCORES_SCHEMA_TOPK : VT_PREFIX_SCORES_SCHEMA);
     cJSON *tool = cJSON_AddObjectToObject(doc, "tool");
     add_str(tool, "name", "vt-capture");
     add_str(tool, "version", VT_VERSION);

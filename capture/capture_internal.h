@@ -38,6 +38,11 @@ typedef struct vt_run_results {
     int32_t *tokens;
     double *logprobs, *argmax_logprobs; /* scoring only */
     int32_t *argmax;                    /* scoring only */
+    /* Scoring by a top-k-only runner (runner.h): 1 where the scored token
+     * was not among the k told, logprobs[] then the k-th log-prob (its
+     * upper bound); NULL for other runners. */
+    unsigned char *bound;
+    int32_t known_top_k;                /* the runner's top_k_only, or 0 */
     int64_t n_pos, cap_pos;
     int32_t top_k;                      /* entries per position in the top-k side file */
     int n_failed;

@@ -355,6 +355,7 @@ typedef struct chunk {
     const char *stop;       /* the ',' before the next chunk's first run; NULL: up to the array's ']' */
     const char *done;       /* after parsing: where it stopped (the ']' for the last chunk) */
     int prefix;
+    int topk;               /* vt.prefix-scores/4: runs carry bound[] */
     int32_t run0;           /* the index of its first run; -1: not known (only "runs[?]" in messages) */
     /* where we are, for messages */
     int32_t run;
@@ -365,6 +366,7 @@ typedef struct chunk {
     size_t cap_runs;
     int32_t *tokens, *argmax;
     double *logprobs, *argmax_logprobs;
+    unsigned char *bound; /* topk: 1 where logprobs is an upper bound */
     int64_t n_tok;
     size_t cap_tok;
     int32_t max_id; /* the largest token id anywhere in it */
@@ -413,6 +415,9 @@ static int pool_reserve(chunk *c, int64_t need)
         if (!grow((void **)&c->logprobs, &c2, cap, sizeof *c->logprobs) ||
             !grow((void **)&c->argmax_logprobs, &c3, cap, sizeof *c->argmax_logprobs) ||
             !grow((void **)&c->argmax, &c4, cap, sizeof *c->argmax))
+            return 0;
+        size_t c5 = c->cap_tok;
+        if (c->topk && !grow((void **)&c->bound, &c5, cap, 1))
             return 0;
     }
     c->cap_tok = cap;
@@ -553,6 +558,45 @@ static int scores_consistent(chunk *c, int32_t prompt, int32_t n, const char *at
     return 1;
 }
 
+/* /4's ,"bound":[...] at p: positions ascending in [0, nt), each where the
+ * scored token is not the argmax (a token told is never a bound), marked in
+ * the chunk's bound pool from n_tok on. */
+static const char *bound_parse(chunk *c, const char *p, int32_t nt)
+{
+    const char *end = c->end;
+    const int64_t o = c->n_tok;
+    if (nt > 0)
+        memset(c->bound + o, 0, (size_t)nt);
+    c->field = "bound";
+    c->i = -1;
+    if (!LIT(&p, end, ",\"bound\":[")) {
+        fail_at(c, p, "\"bound\" after argmax_logprobs (vt.prefix-scores/4)");
+        return NULL;
+    }
+    int32_t last = -1;
+    for (int k = 0; !LIT(&p, end, "]"); k++) {
+        if (k && !LIT(&p, end, ",")) {
+            fail_at(c, p, "',' or ']' in bound");
+            return NULL;
+        }
+        c->i = k;
+        int32_t v;
+        const char *s = p;
+        if (!(p = uint_scan(p, &v)) || v <= last || v >= nt) {
+            fail_at(c, s, "positions ascending, each below the run's token count");
+            return NULL;
+        }
+        if (c->argmax[o + v] == c->tokens[o + v]) {
+            fail_at(c, s, "a position whose token is not the argmax (the argmax is always told)");
+            return NULL;
+        }
+        c->bound[o + v] = 1;
+        last = (int32_t)v;
+    }
+    c->i = -1;
+    return p;
+}
+
 /* One run at p (its '{'), in the member order vt-capture writes:
  * prompt, repeat, status, error?, tokens, (logprobs, argmax,
  * argmax_logprobs when scoring), logits_sha256?. */
@@ -632,6 +676,8 @@ static const char *run_parse(chunk *c, const char *p)
             fail_at(c, p, "one entry per token in tokens, logprobs, argmax and argmax_logprobs");
             goto fail;
         }
+        if (c->topk && !(p = bound_parse(c, p, nt)))
+            goto fail;
         if (!scores_consistent(c, r.prompt, nt, p))
             goto fail;
     }
@@ -704,6 +750,7 @@ static void chunk_free(chunk *c)
     free(c->argmax);
     free(c->logprobs);
     free(c->argmax_logprobs);
+    free(c->bound);
     memset(c, 0, sizeof *c);
 }
 
@@ -830,8 +877,11 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
             d->logprobs = malloc(n * sizeof *d->logprobs);
             d->argmax_logprobs = malloc(n * sizeof *d->argmax_logprobs);
             d->argmax = malloc(n * sizeof *d->argmax);
+            if (d->version >= 4)
+                d->bound = calloc(n, 1);
         }
-        if (!d->off || !d->n || !d->tokens || (prefix && (!d->logprobs || !d->argmax_logprobs || !d->argmax)))
+        if (!d->off || !d->n || !d->tokens || (prefix && (!d->logprobs || !d->argmax_logprobs || !d->argmax)) ||
+            (prefix && d->version >= 4 && !d->bound))
             rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
     }
     int64_t off = 0;
@@ -847,6 +897,8 @@ static int runs_merge(vt_doc *d, chunk *chunks, int n_chunks, const char *base, 
             memcpy(d->logprobs + off, c->logprobs + r->off, (size_t)r->n * sizeof *d->logprobs);
             memcpy(d->argmax_logprobs + off, c->argmax_logprobs + r->off, (size_t)r->n * sizeof *d->argmax_logprobs);
             memcpy(d->argmax + off, c->argmax + r->off, (size_t)r->n * sizeof *d->argmax);
+            if (d->bound)
+                memcpy(d->bound + off, c->bound + r->off, (size_t)r->n);
         }
         off += r->n;
     }
@@ -910,6 +962,7 @@ static const char *runs_parse(vt_doc *d, const char *base, const char *end, cons
             c->begin = starts[i];
             c->stop = i + 1 < m ? starts[i + 1] - 1 : NULL;
             c->prefix = d->kind == VT_DOC_PREFIX;
+            c->topk = c->prefix && d->version >= 4;
             c->run0 = i == 0 ? 0 : -1;
             c->i = -1;
             if (i > 0)
@@ -1119,13 +1172,17 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     string_copy(s, p, schema, sizeof schema);
     if (strcmp(schema, want_schema) == 0)
         d->version = mid_schema ? 3 : 2;
+    else if (want == VT_DOC_PREFIX && strcmp(schema, VT_PREFIX_SCORES_SCHEMA_TOPK) == 0)
+        d->version = 4;
     else if (mid_schema && strcmp(schema, mid_schema) == 0)
         d->version = 2;
     else if (strcmp(schema, old_schema) == 0)
         d->version = 1;
     else
         return vt_error_set(err, VT_EINPUT, "%s: field schema: \"%s\": expected \"%s\" (or %s\"%s\")", d->path,
-                            schema, want_schema, mid_schema ? "\"" VT_PREFIX_SCORES_SCHEMA_V2 "\", " : "", old_schema);
+                            schema, want_schema,
+                            mid_schema ? "\"" VT_PREFIX_SCORES_SCHEMA_TOPK "\", \"" VT_PREFIX_SCORES_SCHEMA_V2 "\", " : "",
+                            old_schema);
     if (len < SEAL_TAIL + 20 || memcmp(end - SEAL_TAIL, SEAL_MEMBER, 9) != 0 || !is_hex64(end - SEAL_TAIL + 9, end) ||
         memcmp(end - 3, "\"}\n", 3) != 0)
         return vt_error_set(err, VT_EINPUT, "%s: offset %zu: field seal: expected the document to end with "
@@ -1238,7 +1295,9 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
             { "#/$defs/capture_v1", "#/$defs/capture", "" },
             { "#/$defs/prefix_scores_v1", "#/$defs/prefix_scores_v2", "#/$defs/prefix_scores" }
         };
-        const cJSON *sub = root ? vt_json_schema_at(root, defs[want == VT_DOC_PREFIX][d->version - 1]) : NULL;
+        /* /4 is /3 with runs[].bound: one definition (the runs are checked by the parser). */
+        const int vi = d->version > 3 ? 3 : d->version;
+        const cJSON *sub = root ? vt_json_schema_at(root, defs[want == VT_DOC_PREFIX][vi - 1]) : NULL;
         vt_error e;
         vt_error_clear(&e);
         if (!sub)
@@ -1453,6 +1512,7 @@ void vt_doc_free(vt_doc *d)
     free(d->tokens);
     free(d->logprobs);
     free(d->argmax_logprobs);
+    free(d->bound);
     free(d->argmax);
     vt_topk_file_close(&d->topk);
     free(d->topk_path);

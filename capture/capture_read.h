@@ -67,7 +67,7 @@ typedef struct vt_doc_note {
 typedef struct vt_doc {
     char *path;               /* as given, for messages */
     vt_doc_kind kind;
-    int version;              /* the schema's: 1 or 2 (prefix scores: 1, 2 or 3) */
+    int version;              /* the schema's: 1 or 2 (prefix scores: 1 to 4) */
     vt_score_shape shape;     /* prefix scores: how they were computed (before /3: batched) */
     int have_stat;            /* read from a file: dev and ino are its */
     uint64_t dev, ino;
@@ -82,6 +82,9 @@ typedef struct vt_doc {
     int32_t *tokens;
     double *logprobs, *argmax_logprobs; /* prefix scores only */
     int32_t *argmax;                    /* prefix scores only */
+    /* vt.prefix-scores/4 only (else NULL): 1 where logprobs[] is an upper
+     * bound, the scored token not among the scorer's top k (capture.h). */
+    unsigned char *bound;
     int64_t n_positions;                /* over the repeat-0 streams */
     int64_t n_positions_all;            /* over every run */
     /* The top-k side file (captures with logprobs_top_k > 0; else k 0),

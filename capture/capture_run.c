@@ -57,6 +57,12 @@ static int reserve(vt_run_results *res, int prefix, int64_t need)
         if (!b)
             return 0;
         res->argmax_logprobs = b;
+        if (res->known_top_k > 0) {
+            unsigned char *u = realloc(res->bound, (size_t)cap);
+            if (!u)
+                return 0;
+            res->bound = u;
+        }
         int32_t *m = realloc(res->argmax, (size_t)cap * sizeof *m);
         if (!m)
             return 0;
@@ -85,7 +91,9 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
     const int P = plan->prompts->n, R = plan->repetitions;
     const int32_t nv = vt_runner_n_vocab(r);
     const int K = plan->top_k < nv ? plan->top_k : nv;
+    const int32_t known = vt_runner_top_k_only(r);
     memset(res, 0, sizeof *res);
+    res->known_top_k = known;
     res->identical_tokens = res->identical_logits = 1;
     res->top_k = K;
     int32_t max_pos = 1;
@@ -117,9 +125,10 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
                                                          logits, &rerr)
                                 : vt_runner_generate(r, pr->tokens, pr->n_tokens, n, toks, logits, &rerr);
             /* JSON has no spelling for NaN or infinity, and a reference
-             * that produces them has failed: such a run is an error. */
+             * that produces them has failed: such a run is an error. A
+             * top-k-only runner's -INFINITY means "not told" (runner.h). */
             for (size_t i = 0; run_rc == VT_OK && i < (size_t)n * (size_t)nv; i++)
-                if (!isfinite(logits[i]))
+                if (!isfinite(logits[i]) && !(known > 0 && logits[i] == -INFINITY))
                     run_rc = vt_error_set(&rerr, VT_ECHECK, "position %zu: logit of token %zu is %g: expected finite "
                                           "logits", i / (size_t)nv, i % (size_t)nv, (double)logits[i]);
             if (run_rc != VT_OK && vt_runner_broken(r)) {
@@ -148,7 +157,11 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
                 for (int32_t i = 0; i < n; i++) {
                     const float *row = logits + (size_t)i * (size_t)nv;
                     vt_logits_sha256(row, (size_t)nv, &rows[i]);
-                    vt_log_softmax(row, nv, lp);
+                    if (known > 0) /* already log-probs over the whole vocabulary */
+                        for (int32_t v = 0; v < nv; v++)
+                            lp[v] = row[v];
+                    else
+                        vt_log_softmax(row, nv, lp);
                     int64_t at = res->n_pos + i;
                     if (prefix) {
                         int32_t am = vt_argmax(row, nv);
@@ -157,6 +170,17 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
                         res->logprobs[at] = lp[plan->cont[p][i]];
                         res->argmax[at] = am;
                         res->argmax_logprobs[at] = lp[am];
+                        if (known > 0) {
+                            /* Not among the k told: its log-prob is at most the lowest told. */
+                            res->bound[at] = lp[plan->cont[p][i]] == -INFINITY;
+                            if (res->bound[at]) {
+                                double lowest = 0.0;
+                                for (int32_t v = 0; v < nv; v++)
+                                    if (lp[v] != -INFINITY && lp[v] < lowest)
+                                        lowest = lp[v];
+                                res->logprobs[at] = lowest;
+                            }
+                        }
                     } else {
                         res->tokens[at] = toks[i];
                         if (topk && rc == VT_OK) {
@@ -232,6 +256,7 @@ void vt_run_results_free(vt_run_results *res)
     free(res->tokens);
     free(res->logprobs);
     free(res->argmax_logprobs);
+    free(res->bound);
     free(res->argmax);
     memset(res, 0, sizeof *res);
 }

@@ -90,6 +90,16 @@ static void check_runtime(const vt_doc *d, const vt_strict_rule *rule, vt_reason
     }
 }
 
+/* A server's answers are its word: vt sees neither the model file it
+ * loaded nor the code that ran (oracle/openai_runner.c). */
+static void check_observed(const vt_doc *d, const vt_strict_rule *rule, vt_reasons *out)
+{
+    const cJSON *name = get(get(d->meta, "runtime", "runner"), "name", NULL);
+    if (cJSON_IsString(name) && strcmp(name->valuestring, "openai") == 0)
+        REASON("runtime.runner.name: openai: the model file and the code that ran are the server's word "
+               "(attested), not observed: expected %s", rule->expects);
+}
+
 static void value_text(const cJSON *v, char *buf, size_t cap)
 {
     if (cJSON_IsString(v))
@@ -180,7 +190,7 @@ static void check_launcher(const vt_doc *d, const vt_strict_rule *rule, vt_reaso
 }
 
 const vt_strict_rule vt_strict_rules[] = {
-    { "format", "the current schema (vt.capture/2, vt.prefix-scores/2 or /3), which records the vocabulary's sha256, the "
+    { "format", "the current schema (vt.capture/2, vt.prefix-scores/2, /3 or /4), which records the vocabulary's sha256, the "
                 "model's problems and the runner's device", check_format },
     { "repeats", "at least 10 repeats", check_repeats },
     { "runs", "every run ok", check_runs },
@@ -188,6 +198,7 @@ const vt_strict_rule vt_strict_rules[] = {
     { "positions", "at least one position per prompt", check_positions },
     { "model", "a model manifest that every model file matches", check_model },
     { "runtime", "every field of the runtime identity resolved", check_runtime },
+    { "observed", "a runner whose model and code vt observes, not a server's word", check_observed },
     { "settings", "resolved settings equal to the requested ones", check_settings },
     { "package", "the package verified and bound to what ran", check_package },
     { "launcher", "a launcher manifest", check_launcher },

@@ -15,6 +15,10 @@ void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt
     *out = (vt_nt_prompt_result){ .first_divergence = -1, .max_gap_pos = -1 };
     for (int32_t i = 0; i < in->n; i++) {
         double gap = vt_nt_gap_mnats(in->logp_argmax[i], in->logp_local[i]);
+        /* A bound: the local token was not among the k the oracle told;
+         * its gap is at least gap, not known to be within the threshold. */
+        const int bound = in->bound && in->bound[i];
+        out->bound_gaps += bound;
         if (out->first_divergence < 0 && in->local_tokens[i] != in->oracle_tokens[i]) {
             out->first_divergence = i;
             out->local_token = in->local_tokens[i];
@@ -23,21 +27,23 @@ void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt
         }
         if (gap == 0.0)
             out->zero_gaps++;
-        else if (gap <= threshold_mnats)
+        else if (gap <= threshold_mnats && !bound)
             out->within_gaps++;
         else
             out->above_gaps++;
         /* Every shape the oracle scored the stream in: above in all of them
          * is beyond its noise, above in some but not all is within it. */
-        int above = gap > threshold_mnats, shapes = 1, n_above = above;
+        int above = gap > threshold_mnats || bound, shapes = 1, n_above = above;
         const double *ol[2] = { in->logp_local_b, in->logp_local_c }, *oa[2] = { in->logp_argmax_b, in->logp_argmax_c };
+        const unsigned char *ob[2] = { in->bound_b, in->bound_c };
         for (int s = 0; s < 2; s++) {
             if (!ol[s])
                 continue;
             double g = vt_nt_gap_mnats(oa[s][i], ol[s][i]);
+            int a = g > threshold_mnats || (ob[s] && ob[s][i]);
             shapes++;
-            n_above += g > threshold_mnats;
-            out->above_gaps_other[s] += g > threshold_mnats;
+            n_above += a;
+            out->above_gaps_other[s] += a;
             out->max_gap_other_mnats[s] = g > out->max_gap_other_mnats[s] ? g : out->max_gap_other_mnats[s];
         }
         out->beyond_noise_gaps += n_above == shapes;

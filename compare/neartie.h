@@ -19,7 +19,11 @@
  *   near-tie-only: not strict, every gap within the threshold in every shape.
  * Without a second shape every position above the threshold is beyond: the
  * noise never excuses what was not measured. A self-consistent oracle
- * (all shapes equal) has no position within the noise. */
+ * (all shapes equal) has no position within the noise.
+ *
+ * An oracle told only its top k (a server) cannot give the log-prob of a
+ * local token outside them: that position's gap is a lower bound, and it
+ * counts as above the threshold in that shape (bound, below). */
 #ifndef VT_NEARTIE_H
 #define VT_NEARTIE_H
 
@@ -46,6 +50,12 @@ typedef struct vt_nt_prompt_input {
      * its third (eager: one token per evaluation), or both NULL. */
     const double *logp_local_b, *logp_argmax_b;
     const double *logp_local_c, *logp_argmax_c;
+    /* Where the oracle was told only its top k (vt.prefix-scores/4), 1 at
+     * each position whose local token was not among them, else NULL; per
+     * shape. There logp_local is an upper bound and the gap a lower one:
+     * such a position counts as above the threshold, since nothing shows
+     * it within (a verification that cannot measure a gap does not pass it). */
+    const unsigned char *bound, *bound_b, *bound_c;
 } vt_nt_prompt_input;
 
 typedef struct vt_nt_prompt_result {
@@ -58,6 +68,7 @@ typedef struct vt_nt_prompt_result {
     int32_t beyond_noise_gaps;         /* above in every shape scored (in the one, without others) */
     int32_t above_gaps_other[2];       /* above the threshold in the second and third shape */
     double max_gap_other_mnats[2];     /* the largest gap there (0 where not scored) */
+    int32_t bound_gaps;                /* of the first shape's gaps, lower bounds (counted above) */
     double max_gap_mnats;
     int32_t max_gap_pos;               /* -1 if every gap is 0 */
 } vt_nt_prompt_result;

@@ -602,6 +602,8 @@ static int build_report(vt_neartie *c, vt_error *err)
             cJSON_AddNumberToObject(e, "max_gap_position", x->max_gap_pos);
         cJSON_AddNumberToObject(e, "within_noise_gaps", x->within_noise_gaps);
         cJSON_AddNumberToObject(e, "beyond_noise_gaps", x->beyond_noise_gaps);
+        if (S->bound) /* scores told only a top k (vt.prefix-scores/4) */
+            cJSON_AddNumberToObject(e, "bound_gaps", x->bound_gaps);
         cJSON *bys = cJSON_AddObjectToObject(e, "max_gap_by_shape_mnats"); /* every shape scored */
         cJSON_AddNumberToObject(bys, kind_names[scoring_kind(S)], x->max_gap_mnats);
         for (int k = SCORES_B; k <= SCORES_C; k++)
@@ -635,6 +637,8 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON_AddNumberToObject(tot, "scorer_disagreements", (double)t->scorer_disagreements);
     cJSON_AddNumberToObject(tot, "within_noise_gaps", (double)t->within_noise_gaps);
     cJSON_AddNumberToObject(tot, "beyond_noise_gaps", (double)t->beyond_noise_gaps);
+    if (c->doc[SCORES].bound)
+        cJSON_AddNumberToObject(tot, "bound_gaps", (double)t->bound_gaps);
     cJSON *tsh = cJSON_AddArrayToObject(tot, "shapes"); /* per shape scored: gaps above the threshold, largest gap */
     for (int k = SCORES; k <= SCORES_C; k++) {
         if (!c->have[k])
@@ -910,6 +914,10 @@ static int build_table(vt_neartie *c, vt_error *err)
     } else
         vt_sbuf_printf(&b, "oracle's noise: not measured (prefix scores in one shape): %lld positions above the "
                        "threshold all count as beyond it\n", (long long)t->beyond_noise_gaps);
+    if (c->doc[SCORES].bound)
+        vt_sbuf_printf(&b, "scores told only the oracle's top-k log-probs: %lld positions whose local token was not "
+                       "among them: their gaps are lower bounds, each counted above the threshold (nothing shows "
+                       "them within it)\n", (long long)t->bound_gaps);
     if (c->have[SELF]) {
         vt_sbuf_printf(&b, "oracle's noise floor (its own streams scored %s; reported, never used to excuse a gap): "
                        "max %.3f milli-nats", vt_score_shape_name(c->doc[SELF].shape), t->noise_floor_max_mnats);
@@ -1049,16 +1057,19 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
         const int32_t *lt = L->tokens + L->off[p], *ot = O->tokens + O->off[p];
         const double *lp = S->logprobs + S->off[p], *ap = S->argmax_logprobs + S->off[p];
-        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL, NULL, NULL };
+        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+        in.bound = S->bound ? S->bound + S->off[p] : NULL;
         if (c->have[SCORES_B]) {
             const vt_doc *B = &c->doc[SCORES_B];
             in.logp_local_b = B->logprobs + B->off[p];
             in.logp_argmax_b = B->argmax_logprobs + B->off[p];
+            in.bound_b = B->bound ? B->bound + B->off[p] : NULL;
         }
         if (c->have[SCORES_C]) {
             const vt_doc *C = &c->doc[SCORES_C];
             in.logp_local_c = C->logprobs + C->off[p];
             in.logp_argmax_c = C->argmax_logprobs + C->off[p];
+            in.bound_c = C->bound ? C->bound + C->off[p] : NULL;
         }
         vt_nt_score_prompt(&in, thr, &c->res[p]);
         /* The oracle's noise floor: its largest gap on its own stream. */
@@ -1099,6 +1110,7 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         t->within_noise += x->cls == VT_PROMPT_WITHIN_NOISE;
         t->within_noise_gaps += x->within_noise_gaps;
         t->beyond_noise_gaps += x->beyond_noise_gaps;
+        t->bound_gaps += x->bound_gaps;
         for (int s = 0; s < 2; s++) {
             t->above_other[s] += x->above_gaps_other[s];
             t->max_other_mnats[s] = fmax(t->max_other_mnats[s], x->max_gap_other_mnats[s]);

@@ -107,6 +107,7 @@ typedef struct vt_nt_totals {
     double max_other_mnats[2];  /* the largest gap there */
     double max_gap_mnats;
     double noise_floor_max_mnats;  /* the oracle's largest gap on its own streams (with score_with) */
+    int64_t bound_gaps;         /* positions whose gap is a lower bound (neartie.h: counted above) */
     int64_t scorer_disagreements; /* positions of identical prefix where the
                                      scores' argmax is not the oracle's token */
     int gate_passed;

@@ -39,6 +39,7 @@ void vt_runner_settings_default(vt_runner_settings *s)
     s->sampling.top_k = 0;
     s->sampling.top_p = 1.0;
     s->sampling.min_p = 0.0;
+    s->server_top_k = 20;
 }
 
 static const char *const mode_names[] = { "production", "eager" };
@@ -152,6 +153,8 @@ int32_t vt_runner_n_vocab(const vt_runner *r) { return r->n_vocab; }
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out) { r->ops->identity(r->state, out); }
 
 int vt_runner_broken(const vt_runner *r) { return r->ops->broken ? r->ops->broken(r->state) : 0; }
+
+int32_t vt_runner_top_k_only(const vt_runner *r) { return r->ops->top_k_only ? r->ops->top_k_only(r->state) : 0; }
 
 int vt_runner_imports(vt_runner *r, const char **path, vt_error *err)
 {

@@ -70,10 +70,19 @@ typedef struct vt_runner_settings {
     uint64_t seed;
     vt_sampling sampling;
     const char *plugin_path;   /* plugin runner only: the shared object (vt_plugin.h) */
+    /* openai runner only (oracle/openai_runner.c): the server's base URL
+     * ("http://127.0.0.1:8080"), the model name to ask for (NULL: the one
+     * model it serves), the environment variable holding a bearer key
+     * (NULL: none), and the log-probs asked per position. Not settings of
+     * the computation: the capture records them in its runtime identity. */
+    const char *endpoint;
+    const char *served_model;
+    const char *api_key_env;
+    int32_t server_top_k;
 } vt_runner_settings;
 
 /* Defaults: production, cache auto, matmul q8, backend cpu, device 0,
- * threads = cores, n_ctx 512, n_batch 512, seed 0, greedy. */
+ * threads = cores, n_ctx 512, n_batch 512, seed 0, greedy, server top-k 20. */
 void vt_runner_settings_default(vt_runner_settings *s);
 
 /* What ran. Strings are owned by the runner and live until close. */
@@ -124,6 +133,13 @@ typedef struct vt_runner_ops {
      * the runner contract (a plugin's non-finite logit): a capture then
      * stops with that error (exit 2) rather than record a failed run. */
     int (*broken)(void *state);
+    /* May be NULL (0). k > 0: the runner knows only the k highest log-probs
+     * of each position (a server's top-k answer): eval's rows hold those
+     * log-probs, already normalized over the whole vocabulary, at their
+     * ids, and -INFINITY at every other id ("not told"). A capture then
+     * takes rows as log-probs, writes no full-logits side file, and records
+     * a scored token that is not among the k as a bound. */
+    int32_t (*top_k_only)(void *state);
     void (*close)(void *state);
 } vt_runner_ops;
 
@@ -143,8 +159,9 @@ int vt_exec_mode_parse(const char *s, vt_exec_mode *out);
 int vt_cache_dtype_parse(const char *s, vt_cache_dtype *out);
 int vt_matmul_mode_parse(const char *s, vt_matmul_mode *out);
 
-/* The registry: "engine", "llamacpp", "transformers", and "plugin:PATH"
- * (any path: the plugin runner, runner_plugin.c). NULL if unknown. */
+/* The registry: "engine", "llamacpp", "transformers", "openai" (a server,
+ * oracle/openai_runner.c) and "plugin:PATH" (any path: the plugin runner,
+ * runner_plugin.c). NULL if unknown. */
 const vt_runner_ops *vt_runner_find(const char *name);
 /* PATH of a "plugin:PATH" runner name, else NULL: what settings.plugin_path
  * is set to for that runner. */
@@ -161,6 +178,8 @@ int vt_runner_imports(vt_runner *r, const char **path, vt_error *err);
 void vt_runner_identity_get(const vt_runner *r, vt_runner_identity *out);
 /* vt_runner_ops.broken: 0 for a runner without it. */
 int vt_runner_broken(const vt_runner *r);
+/* vt_runner_ops.top_k_only: 0 for a runner without it. */
+int32_t vt_runner_top_k_only(const vt_runner *r);
 const vt_runner_settings *vt_runner_settings_of(const vt_runner *r);
 /* The settings as applied (see vt_runner_ops.resolved); seed and sampling
  * are applied by runner.c itself and so are always as requested. */

@@ -7,8 +7,10 @@ extern const vt_runner_ops vt_runner_engine;   /* engine/runner_engine.c */
 extern const vt_runner_ops vt_runner_llamacpp; /* oracle/llamacpp_runner.c */
 extern const vt_runner_ops vt_runner_transformers; /* oracle/transformers_runner.c */
 extern const vt_runner_ops vt_runner_plugin;   /* engine/runner_plugin.c */
+extern const vt_runner_ops vt_runner_openai;   /* oracle/openai_runner.c */
 
-static const vt_runner_ops *const runners[] = { &vt_runner_engine, &vt_runner_llamacpp, &vt_runner_transformers };
+static const vt_runner_ops *const runners[] = { &vt_runner_engine, &vt_runner_llamacpp, &vt_runner_transformers,
+                                                 &vt_runner_openai };
 
 #define PLUGIN_PREFIX "plugin:"
 

@@ -279,8 +279,8 @@ Test(run_cli, bad_options_are_one_line_and_exit_2)
     char model[256];
     make_fixture("Q8_0", 1, model, sizeof model);
     static const struct { const char *args, *line; } cases[] = {
-        { "--model M --prompt hi", "vt run: --runner: missing: expected engine, llamacpp, transformers or plugin:PATH.so" },
-        { "--runner nope --model M --prompt hi", "vt run: --runner 'nope': expected engine, llamacpp, transformers or plugin:PATH.so" },
+        { "--model M --prompt hi", "vt run: --runner: missing: expected engine, llamacpp, transformers, openai or plugin:PATH.so" },
+        { "--runner nope --model M --prompt hi", "vt run: --runner 'nope': expected engine, llamacpp, transformers, openai or plugin:PATH.so" },
         { "--runner engine --prompt hi", "vt run: --model: missing: expected a GGUF file" },
         { "--runner engine --model M", "vt run: --prompt/--prompt-tokens: missing: expected exactly one of the two" },
         { "--runner engine --model M --prompt hi --prompt-tokens 1",

@@ -502,8 +502,8 @@ static void oc_arch(env *e, vt_capture_opts *o)
 }
 
 static const open_case open_cases[] = {
-    { "--runner 'nope': expected engine, llamacpp, transformers or plugin:PATH.so", oc_runner },
-    { "--runner: missing: expected engine, llamacpp, transformers or plugin:PATH.so", oc_no_runner },
+    { "--runner 'nope': expected engine, llamacpp, transformers, openai or plugin:PATH.so", oc_runner },
+    { "--runner: missing: expected engine, llamacpp, transformers, openai or plugin:PATH.so", oc_no_runner },
     { "--model: missing: expected a GGUF file", oc_no_model },
     { "--prompts/--score-prefix-of: expected exactly one of the two", oc_no_prompts },
     { "--prompts/--score-prefix-of: expected exactly one of the two", oc_both_inputs },

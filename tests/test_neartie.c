@@ -41,7 +41,7 @@ static void score_all(const streams *s, double threshold, vt_nt_prompt_result *r
     counts[0] = counts[1] = counts[2] = 0;
     gaps[0] = gaps[1] = gaps[2] = 0;
     for (int p = 0; p < PROMPTS; p++) {
-        vt_nt_prompt_input in = { TOKENS, s->local[p], s->oracle[p], s->logp_local[p], s->logp_argmax[p], NULL, NULL, NULL, NULL };
+        vt_nt_prompt_input in = { TOKENS, s->local[p], s->oracle[p], s->logp_local[p], s->logp_argmax[p], NULL, NULL, NULL, NULL, NULL, NULL, NULL };
         vt_nt_score_prompt(&in, threshold, &r[p]);
         counts[r[p].cls]++;
         gaps[0] += r[p].zero_gaps;
@@ -108,13 +108,41 @@ Test(neartie, an_argmax_tie_is_a_zero_gap_and_a_diverging_tie_is_near_tie)
      * equally: gap 0, near-tie-only (not strict). */
     int32_t local[2] = { 1, 2 }, oracle[2] = { 1, 3 };
     double lt[2] = { -0.5, -0.69 }, la[2] = { -0.5, -0.69 };
-    vt_nt_prompt_input in = { 2, local, oracle, lt, la, NULL, NULL, NULL, NULL };
+    vt_nt_prompt_input in = { 2, local, oracle, lt, la, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
     vt_nt_prompt_result r;
     vt_nt_score_prompt(&in, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_NEAR_TIE);
     cr_assert_eq(r.zero_gaps, 2);
     cr_assert_eq(r.first_divergence, 1);
     cr_assert_eq(vt_nt_gap_mnats(-0.5, -0.4), 0.0); /* rounding can make logp(local) > logp(argmax) */
+}
+
+/* A scorer told only its top k (vt.prefix-scores/4): where the local token
+ * was not among them the gap is a lower bound, and a lower bound within the
+ * threshold proves nothing: the position counts above it and the prompt
+ * fails; in another shape that measured it within, it is within the noise. */
+Test(neartie, a_bound_gap_counts_above_the_threshold)
+{
+    int32_t local[2] = { 1, 2 }, oracle[2] = { 1, 3 };
+    double lt[2] = { -0.5, -1.0 }, la[2] = { -0.5, -0.9 }; /* gap 100 milli-nats, but a bound */
+    unsigned char bound[2] = { 0, 1 }, none[2] = { 0, 0 };
+    vt_nt_prompt_input in = { 2, local, oracle, lt, la, NULL, NULL, NULL, NULL, bound, NULL, NULL };
+    vt_nt_prompt_result r;
+    vt_nt_score_prompt(&in, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_FAILED);
+    cr_assert_eq(r.bound_gaps, 1);
+    cr_assert_eq(r.above_gaps, 1);
+    cr_assert_eq(r.within_gaps, 0);
+    cr_assert_float_eq(r.max_gap_mnats, 100.0, 1e-9, "the lower bound is what is shown");
+    in.bound = none; /* the same gap measured: near-tie-only */
+    vt_nt_score_prompt(&in, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_NEAR_TIE);
+    cr_assert_eq(r.bound_gaps, 0);
+    /* Bound in the first shape, measured within it in a second: within the noise. */
+    vt_nt_prompt_input two = { 2, local, oracle, lt, la, lt, la, NULL, NULL, bound, none, NULL };
+    vt_nt_score_prompt(&two, 500.0, &r);
+    cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
+    cr_assert_eq(r.within_noise_gaps, 1);
 }
 
 /* What a prompt's result says where nothing diverged or every gap is 0
@@ -124,7 +152,7 @@ Test(neartie, no_divergence_no_gap_and_the_first_of_equal_gaps)
 {
     int32_t tok[4] = { 5, 6, 7, 8 };
     double lp[4] = { -0.25, -0.25, -0.25, -0.25 };
-    vt_nt_prompt_input in = { 4, tok, tok, lp, lp, NULL, NULL, NULL, NULL };
+    vt_nt_prompt_input in = { 4, tok, tok, lp, lp, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
     vt_nt_prompt_result r;
     vt_nt_score_prompt(&in, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_STRICT);
@@ -134,7 +162,7 @@ Test(neartie, no_divergence_no_gap_and_the_first_of_equal_gaps)
     cr_assert_eq(r.zero_gaps, 4);
     /* Two equal gaps of 100 milli-nats, at positions 1 and 3. */
     double argmax[4] = { -0.25, -0.15, -0.25, -0.15 };
-    vt_nt_prompt_input in2 = { 4, tok, tok, lp, argmax, NULL, NULL, NULL, NULL };
+    vt_nt_prompt_input in2 = { 4, tok, tok, lp, argmax, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&in2, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_STRICT, "the same tokens: strict whatever the gaps");
     cr_assert_eq(r.max_gap_pos, 1);
@@ -142,7 +170,7 @@ Test(neartie, no_divergence_no_gap_and_the_first_of_equal_gaps)
     cr_assert_eq(r.within_gaps, 2);
     cr_assert_eq(r.zero_gaps, 2);
     /* No position at all: failed, never strict. */
-    vt_nt_prompt_input none = { 0, tok, tok, lp, lp, NULL, NULL, NULL, NULL };
+    vt_nt_prompt_input none = { 0, tok, tok, lp, lp, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&none, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED);
     cr_assert_eq(r.first_divergence, -1);
@@ -159,20 +187,20 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     vt_nt_prompt_result r;
     /* A self-consistent oracle (the second shape scores the same): nothing
      * is within its noise, the prompt fails. */
-    vt_nt_prompt_input same = { 3, local, oracle, lt, la, lt, la, NULL, NULL };
+    vt_nt_prompt_input same = { 3, local, oracle, lt, la, lt, la, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&same, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED);
     cr_assert_eq(r.within_noise_gaps, 0);
     cr_assert_eq(r.beyond_noise_gaps, 1);
     /* Without a second shape the same: nothing excused by what was not measured. */
-    vt_nt_prompt_input one = { 3, local, oracle, lt, la, NULL, NULL, NULL, NULL };
+    vt_nt_prompt_input one = { 3, local, oracle, lt, la, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&one, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED);
     cr_assert_eq(r.within_noise_gaps, 0);
     cr_assert_eq(r.beyond_noise_gaps, 1);
     /* The second shape puts position 1 within (gap 400): within the noise. */
     double lb[3] = { -0.1, -0.8, -0.5 }, ab[3] = { -0.1, -0.4, -0.4 };
-    vt_nt_prompt_input split = { 3, local, oracle, lt, la, lb, ab, NULL, NULL };
+    vt_nt_prompt_input split = { 3, local, oracle, lt, la, lb, ab, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&split, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
     cr_assert_str_eq(vt_prompt_class_name(r.cls), "within-noise");
@@ -183,7 +211,7 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     /* Above in the second shape only (position 2: 100 here, 700 there):
      * also within the noise, in either direction. */
     double lc[3] = { -0.1, -1.0, -1.1 }, ac[3] = { -0.1, -0.4, -0.4 };
-    vt_nt_prompt_input both = { 3, local, oracle, lt, la, lc, ac, NULL, NULL };
+    vt_nt_prompt_input both = { 3, local, oracle, lt, la, lc, ac, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&both, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED, "position 1 is above in both shapes");
     cr_assert_eq(r.beyond_noise_gaps, 1);
@@ -191,18 +219,18 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     /* Every gap within in the first shape, one above in the second: not
      * near-tie-only, which needs both shapes within. */
     double lw[3] = { -0.1, -0.5, -0.5 };
-    vt_nt_prompt_input first_within = { 3, local, oracle, lw, la, lc, ac, NULL, NULL };
+    vt_nt_prompt_input first_within = { 3, local, oracle, lw, la, lc, ac, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&first_within, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
     cr_assert_eq(r.above_gaps, 0);
     cr_assert_eq(r.within_noise_gaps, 2);
-    vt_nt_prompt_input near = { 3, local, oracle, lw, la, lw, la, NULL, NULL };
+    vt_nt_prompt_input near = { 3, local, oracle, lw, la, lw, la, NULL, NULL, NULL, NULL, NULL };
     vt_nt_score_prompt(&near, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_NEAR_TIE);
     cr_assert_eq(r.within_noise_gaps + r.beyond_noise_gaps, 0);
     /* A third shape (eager). Self-consistent in all three: nothing within
      * the noise, the prompt fails. */
-    vt_nt_prompt_input same3 = { 3, local, oracle, lt, la, lt, la, lt, la };
+    vt_nt_prompt_input same3 = { 3, local, oracle, lt, la, lt, la, lt, la, NULL, NULL, NULL };
     vt_nt_score_prompt(&same3, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED);
     cr_assert_eq(r.within_noise_gaps, 0);
@@ -210,7 +238,7 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     cr_assert_eq(r.above_gaps_other[0], 1);
     cr_assert_eq(r.above_gaps_other[1], 1);
     /* Above in replay and batched, within in eager: within the noise. */
-    vt_nt_prompt_input eager_within = { 3, local, oracle, lt, la, lt, la, lb, ab };
+    vt_nt_prompt_input eager_within = { 3, local, oracle, lt, la, lt, la, lb, ab, NULL, NULL, NULL };
     vt_nt_score_prompt(&eager_within, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
     cr_assert_eq(r.within_noise_gaps, 1);
@@ -219,12 +247,12 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     cr_assert(fabs(r.max_gap_other_mnats[1] - 400.0) < 1e-9, "%g", r.max_gap_other_mnats[1]);
     /* Eager alone above (position 2): within the noise too; eager and
      * replay above at position 1, batched within: within. */
-    vt_nt_prompt_input eager_above = { 3, local, oracle, lw, la, lw, la, lc, ac };
+    vt_nt_prompt_input eager_above = { 3, local, oracle, lw, la, lw, la, lc, ac, NULL, NULL, NULL };
     vt_nt_score_prompt(&eager_above, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
     cr_assert_eq(r.within_noise_gaps, 2);
     /* A third shape with no second: the rule counts the shapes given. */
-    vt_nt_prompt_input no_second = { 3, local, oracle, lt, la, NULL, NULL, lt, la };
+    vt_nt_prompt_input no_second = { 3, local, oracle, lt, la, NULL, NULL, lt, la, NULL, NULL, NULL };
     vt_nt_score_prompt(&no_second, 500.0, &r);
     cr_assert_eq(r.cls, VT_PROMPT_FAILED);
     cr_assert_eq(r.beyond_noise_gaps, 1);

@@ -1507,6 +1507,11 @@ static void s_runtime(cJSON *d)
     cJSON_ReplaceItemInObjectCaseSensitive(at(d, "runtime"), "resolved", cJSON_CreateFalse());
     cJSON_AddStringToObject(at(d, "runtime"), "unresolved", "/proc/self/maps unreadable");
 }
+/* A server's capture: its model and code are its word (rule observed). */
+static void s_server(cJSON *d)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(at(at(d, "runtime"), "runner"), "name", cJSON_CreateString("openai"));
+}
 static void s_settings(cJSON *d)
 {
     cJSON *x = cJSON_CreateObject();
@@ -1525,7 +1530,7 @@ static void s_unbound_package(cJSON *d)
 static void s_launcher(cJSON *d) { cJSON_ReplaceItemInObjectCaseSensitive(at(d, "launcher"), "manifest", cJSON_CreateObject()); }
 
 static const strict_case strict_cases[] = {
-    { "format", 0, s_v1, "schema: vt.capture/1: expected the current schema (vt.capture/2, vt.prefix-scores/2 or /3)" },
+    { "format", 0, s_v1, "schema: vt.capture/1: expected the current schema (vt.capture/2, vt.prefix-scores/2, /3 or /4)" },
     { "repeats", 0, s_nine, "settings.resolved.repetitions: 9: expected at least 10 repeats" },
     { "runs", 0, s_run_error, "runs[2] (prompt 2 'p02', repeat 0): status error (out of memory): expected every run ok" },
     { "determinism", 0, s_differs, "runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens at position "
@@ -1535,6 +1540,8 @@ static const strict_case strict_cases[] = {
       "file matches" },
     { "runtime", 0, s_runtime, "runtime.resolved: false (/proc/self/maps unreadable): expected every field of the "
       "runtime identity resolved" },
+    { "observed", 0, s_server, "runtime.runner.name: openai: the model file and the code that ran are the server's "
+      "word (attested), not observed: expected a runner whose model and code vt observes, not a server's word" },
     { "settings", 0, s_settings, "settings.resolved.threads: 1: expected the requested 2 (resolved settings equal to "
       "the requested ones, or --allow-setting-difference threads)" },
     { "package", 1, s_no_package, "package: null: expected the package verified and bound to what ran: the llamacpp "

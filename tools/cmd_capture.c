@@ -14,7 +14,7 @@
 #include <time.h>
 
 static const char usage_text[] =
-    "usage: vt-capture --runner engine|llamacpp|transformers|plugin:P.so --model X.gguf --prompts P.jsonl\n"
+    "usage: vt-capture --runner engine|llamacpp|transformers|openai|plugin:P.so --model X.gguf --prompts P.jsonl\n"
     "                  --out C.json [--repetitions N] [--max-tokens N] [--top-k K] [--topk-out F]\n"
     "                  [--logits-out F]\n"
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
@@ -36,6 +36,11 @@ static const char usage_text[] =
     "computed in --score-shape: replay (the default: the prompt, then one token per evaluation,\n"
     "as generation ran, so a runner replaying its own greedy stream gives its generation's logits)\n"
     "or batched (the tokens in prefill batches).\n"
+    "--runner openai --endpoint URL captures an OpenAI-compatible server (/v1/completions, token\n"
+    "ids, one request per position, its prompt cache off): rows are its top --server-top-k\n"
+    "log-probs (no --logits-out); scoring writes vt.prefix-scores/4, which records each position\n"
+    "whose token was not among them as a bound. --model names the file the server serves: the\n"
+    "operator's word, so such a capture is never strict (rule observed).\n"
     "--strict publishes only what the strict gate passes (README, \"The strict gate\"): >= 10\n"
     "identical repeats, every run ok with at least one position, every model file matching the\n"
     "manifest, the runtime identity resolved, resolved settings equal to the requested ones\n"

@@ -1,4 +1,4 @@
-/* vt run: one runner (engine, llamacpp, transformers or plugin:PATH.so) on one prompt: generate, or score a
+/* vt run: one runner (engine, llamacpp, transformers, openai or plugin:PATH.so) on one prompt: generate, or score a
  * given continuation; per position the token, its text and the top log-probs. */
 #include "cmds.h"
 
@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: vt run --runner engine|llamacpp|transformers|plugin:P.so --model X.gguf (--prompt TEXT | --prompt-tokens IDS)\n"
+    "usage: vt run --runner engine|llamacpp|transformers|openai|plugin:P.so --model X.gguf (--prompt TEXT | --prompt-tokens IDS)\n"
     "              [--max-tokens N] [--score IDS] [--show-top N] [--repeats N] [--json]\n"
     "              [runner options]\n"
     "\n"
@@ -151,10 +151,10 @@ int vt_cmd_run(int argc, char **argv)
         }
     }
     if (!runner_name)
-        return missing("--runner", "engine, llamacpp, transformers or plugin:PATH.so");
+        return missing("--runner", "engine, llamacpp, transformers, openai or plugin:PATH.so");
     const vt_runner_ops *ops = vt_runner_find(runner_name);
     if (!ops)
-        return bad("--runner", runner_name, "engine, llamacpp, transformers or plugin:PATH.so");
+        return bad("--runner", runner_name, "engine, llamacpp, transformers, openai or plugin:PATH.so");
     s.plugin_path = vt_runner_plugin_path(runner_name);
     if (!s.model_path)
         return missing("--model", "a GGUF file");

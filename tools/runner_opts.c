@@ -14,7 +14,10 @@ const char vt_runner_options_usage[] =
     "  --backend cpu|hip  --device N   engine: compute on the CPU or on GPU N (the GPU backend module)\n"
     "  --dtype f32|bf16  --attention eager|sdpa   transformers: the model's dtype, its attention code\n"
     "  --threads N  --n-ctx N  --n-batch N  --seed S\n"
-    "  --temperature T  --top-p P  --min-p P  --sample-top-k K   sampling (default greedy)\n";
+    "  --temperature T  --top-p P  --min-p P  --sample-top-k K   sampling (default greedy)\n"
+    "  --endpoint URL  --served-model NAME  --api-key-env VAR  --server-top-k K\n"
+    "                                 openai: the server, the model it serves, a bearer key's variable,\n"
+    "                                 the log-probs asked per position (default 20)\n";
 
 static int bad(const char *tool, const char *opt, const char *val, const char *expected)
 {
@@ -68,6 +71,18 @@ int vt_runner_option(const char *tool, const char *opt, const char *val, vt_runn
         *(strcmp(opt, "--n-ctx") == 0 ? &s->n_ctx : &s->n_batch) = (int32_t)n;
         return 1;
     }
+    if (strcmp(opt, "--endpoint") == 0 || strcmp(opt, "--served-model") == 0 || strcmp(opt, "--api-key-env") == 0) {
+        if (!*val)
+            return bad(tool, opt, val, strcmp(opt, "--endpoint") == 0 ? "a URL" : "a name");
+        *(opt[2] == 'e' ? &s->endpoint : opt[2] == 's' ? &s->served_model : &s->api_key_env) = val;
+        return 1;
+    }
+    if (strcmp(opt, "--server-top-k") == 0) {
+        if (!vt_parse_i64(val, 1, 1000, &n))
+            return bad(tool, opt, val, "an integer in 1..1000");
+        s->server_top_k = (int32_t)n;
+        return 1;
+    }
     if (strcmp(opt, "--seed") == 0)
         return vt_parse_u64(val, &s->seed) ? 1 : bad(tool, opt, val, "an unsigned integer");
     if (strcmp(opt, "--sample-top-k") == 0) {
@@ -92,8 +107,15 @@ int vt_runner_pair(const char *tool, const char *local, const char *oracle, vt_b
     *oo = vt_runner_find(oracle);
     const char *opt = !*lo ? "--local" : !*oo ? "--oracle" : NULL;
     if (opt) {
-        fprintf(stderr, "%s: %s '%s': expected engine, llamacpp, transformers or plugin:PATH.so\n", tool, opt,
+        fprintf(stderr, "%s: %s '%s': expected engine, llamacpp, transformers, openai or plugin:PATH.so\n", tool, opt,
                 !*lo ? local : oracle);
+        return 2;
+    }
+    /* Agreement and KLD compare whole distributions; a server tells a top k. */
+    if ((*lo)->top_k_only || (*oo)->top_k_only) {
+        fprintf(stderr, "%s: %s %s: expected a runner with logits (it tells only the top-k log-probs of each "
+                "position: capture it with vt-capture and compare with vt-neartie)\n", tool,
+                (*lo)->top_k_only ? "--local" : "--oracle", (*lo)->top_k_only ? local : oracle);
         return 2;
     }
     /* The engine on the GPU against the engine on the CPU is two computations. */

@@ -16,7 +16,7 @@ static const vt_subcommand subcommands[] = {
     { "gguf", NULL, vt_cmd_gguf, "inspect and rewrite GGUF files" },
     { "codec", NULL, vt_cmd_codec, "check every codec bit for bit against ggml" },
     { "fixture", NULL, vt_cmd_fixture, "generate GGUF fixtures" },
-    { "run", NULL, vt_cmd_run, "run one runner (engine, llamacpp, transformers or plugin:PATH.so) on a prompt" },
+    { "run", NULL, vt_cmd_run, "run one runner (engine, llamacpp, transformers, openai or plugin:PATH.so) on a prompt" },
     { "agree", NULL, vt_cmd_agree, "the engine against llama.cpp on one model, near-tie rule" },
     { "kld", NULL, vt_cmd_kld, "corpus perplexity and KL divergence, the engine against llama.cpp, exact" },
     { "bench", NULL, vt_cmd_bench, "the engine's speed against llama.cpp's, with the decode bandwidth limit" },
