@@ -129,7 +129,34 @@ for mode in 500 badjson close fewer; do
     esac
     expect_refused "$mode" "http://127.0.0.1:$(cat "port-$mode")" "$want"
 done
+python3 "$src/tests/support/fake_openai.py" post port-post &
+pids+=($!)
+for _ in $(seq 1 50); do [ -e port-post ] && break; sleep 0.1; done
+expect_refused post "http://127.0.0.1:$(cat port-post)" "post-sampling probabilities: expected raw log-probs"
 ls f-*.json f-*.topk 2> /dev/null && fail "something was published"
+
+# vLLM's shape ("token_id:N" keys): read; its scores of llama.cpp's streams
+# rarely hold the local token, and each such position is a bound that fails.
+python3 "$src/tests/support/fake_openai.py" vllm port-vllm &
+pids+=($!)
+for _ in $(seq 1 50); do [ -e port-vllm ] && break; sleep 0.1; done
+vllm=http://127.0.0.1:$(cat port-vllm)
+cap --runner openai --endpoint "$vllm" --prompts "$P" --out v.json && ok "vLLM's shape captured" || fail "vLLM's shape"
+cap --runner openai --endpoint "$vllm" --score-prefix-of lc.json --out v-on-lc.json || fail "vLLM-shape scores"
+"$V" neartie --local lc.json --oracle v.json --prefix-scores v-on-lc.json --allow-unverified --allow-diff cache_dtype \
+    > t5.txt 2>&1
+rc=$?
+grep "^totals\|^scores told" t5.txt
+nb=$(grep -o "top-k log-probs: [0-9]* positions" t5.txt | grep -o "[0-9]*")
+[ $rc = 1 ] && [ "${nb:-0}" -gt 0 ] && ! grep -q " 0 failed;" t5.txt && ok "bounds counted above: prompts fail (rc 1)" \
+    || { cat t5.txt; fail "bounds: rc $rc"; }
+# A /4 document whose bound lists a position twice is refused by the reader.
+sed 's/"bound":\[\([0-9]*\),/"bound":[\1,\1,/' v-on-lc.json > v-bad.json
+"$V" neartie --local lc.json --oracle v.json --prefix-scores v-bad.json --allow-unverified --allow-diff cache_dtype \
+    > t6.txt 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "bound" t6.txt && ok "a bound listed twice: refused: $(tail -1 t6.txt)" \
+    || { cat t6.txt; fail "a bound listed twice: rc $rc"; }
 
 echo "$failures failures"
 [ $failures = 0 ]
