@@ -69,6 +69,7 @@ struct vt_gpu {
     uint64_t xq_generation;    /* bumped when xq moves: graphs naming the old one are stale */
     uint8_t *grids_buf;
     vt_iq_grids grids;
+    struct gpu_prof *prof;     /* VT_GPU_PROFILE=1: time per kernel (below); NULL: off */
 };
 
 static int fail(vt_error *err, hipError_t e, const char *what)
@@ -83,10 +84,149 @@ static int fail(vt_error *err, hipError_t e, const char *what)
             return fail(err, e_, what);                                                             \
     } while (0)
 
+/* VT_GPU_PROFILE=1: an event after each launch that is not captured into a
+ * graph; the time between two events is the second's kernel's, with
+ * whatever the stream did before it (the first kernel of a step carries
+ * the step's upload and the host's time since the last waiting copy; a
+ * kernel after a host call, the call's round trip), summed per kernel name
+ * and per phase (decode steps apart from batches), printed on stderr at
+ * close. A diagnostic for the benchmark: a record per launch, so off
+ * unless asked for. */
+#define PROF_EVENTS 2048
+#define PROF_NAMES 96
+typedef struct gpu_prof {
+    hipEvent_t ev[PROF_EVENTS];
+    const char *what[PROF_EVENTS]; /* the kernel that ends at ev[i] */
+    int phase[PROF_EVENTS];
+    int n;     /* events recorded since ev[0], the window's start */
+    int phase_now;
+    const char *name[PROF_NAMES];
+    int name_phase[PROF_NAMES];
+    double ms[PROF_NAMES];
+    uint64_t count[PROF_NAMES];
+    int names;
+} gpu_prof;
+
+static void prof_add(gpu_prof *p, const char *what, int phase, double ms)
+{
+    int i = 0;
+    while (i < p->names && !(p->name_phase[i] == phase && !strcmp(p->name[i], what)))
+        i++;
+    if (i == p->names) {
+        if (p->names == PROF_NAMES)
+            return;
+        p->name[i] = what;
+        p->name_phase[i] = phase;
+        p->names++;
+    }
+    p->ms[i] += ms;
+    p->count[i]++;
+}
+
+/* The window's intervals summed; the last event becomes the next start. */
+static void prof_flush(vt_gpu *g)
+{
+    gpu_prof *p = g->prof;
+    if (!p || p->n < 2)
+        return;
+    hipEventSynchronize(p->ev[p->n - 1]);
+    for (int i = 1; i < p->n; i++) {
+        float ms = 0.0f;
+        if (hipEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]) == hipSuccess)
+            prof_add(p, p->what[i], p->phase[i], ms);
+    }
+    hipEvent_t last = p->ev[p->n - 1];
+    p->ev[p->n - 1] = p->ev[0];
+    p->ev[0] = last;
+    p->n = 1;
+}
+
+/* A new window from now (after a synchronizing copy: the device is idle). */
+static void prof_restart(vt_gpu *g)
+{
+    gpu_prof *p = g->prof;
+    if (!p || g->capturing)
+        return;
+    prof_flush(g);
+    hipEventRecord(p->ev[0], g->stream);
+    p->n = 1;
+}
+
+static void prof_mark(vt_gpu *g, const char *what)
+{
+    gpu_prof *p = g->prof;
+    if (!p || g->capturing || p->n == 0)
+        return;
+    p->what[p->n] = what;
+    p->phase[p->n] = p->phase_now;
+    hipEventRecord(p->ev[p->n], g->stream);
+    if (++p->n == PROF_EVENTS)
+        prof_flush(g);
+}
+
+static void prof_open(vt_gpu *g)
+{
+    const char *on = getenv("VT_GPU_PROFILE");
+    if (!on || strcmp(on, "1"))
+        return;
+    gpu_prof *p = (gpu_prof *)calloc(1, sizeof *p);
+    if (!p)
+        return;
+    for (int i = 0; i < PROF_EVENTS; i++)
+        if (hipEventCreate(&p->ev[i]) != hipSuccess) {
+            for (int k = 0; k < i; k++)
+                hipEventDestroy(p->ev[k]);
+            free(p);
+            return;
+        }
+    g->prof = p;
+    prof_restart(g);
+}
+
+static void prof_close(vt_gpu *g)
+{
+    gpu_prof *p = g->prof;
+    if (!p)
+        return;
+    hipStreamSynchronize(g->stream);
+    prof_flush(g);
+    for (int phase = 0; phase < 2; phase++) {
+        double total = 0.0;
+        for (int i = 0; i < p->names; i++)
+            total += p->name_phase[i] == phase ? p->ms[i] : 0.0;
+        if (total <= 0.0)
+            continue;
+        fprintf(stderr, "gpu profile (%s): %.3f ms in all\n", phase ? "decode steps" : "batches", total);
+        for (int done = 0; done < p->names; done++) { /* largest first */
+            int best = -1;
+            for (int i = 0; i < p->names; i++)
+                if (p->name_phase[i] == phase && p->count[i] && (best < 0 || p->ms[i] > p->ms[best]))
+                    best = i;
+            if (best < 0)
+                break;
+            fprintf(stderr, "  %-28s %8llu launches %10.3f ms %9.2f us each %5.1f%%\n", p->name[best],
+                    (unsigned long long)p->count[best], p->ms[best], 1000.0 * p->ms[best] / (double)p->count[best],
+                    100.0 * p->ms[best] / total);
+            p->count[best] = 0;
+        }
+    }
+    for (int i = 0; i < PROF_EVENTS; i++)
+        hipEventDestroy(p->ev[i]);
+    free(p);
+    g->prof = NULL;
+}
+
+extern "C" void vt_gpu_profile_phase(vt_gpu *g, int decode_step)
+{
+    if (g->prof)
+        g->prof->phase_now = decode_step != 0;
+}
+
 #define LAUNCHED(what)                                                                              \
     do {                                                                                            \
         g->launches += !g->capturing;                                                               \
         TRY(hipGetLastError(), what);                                                               \
+        prof_mark(g, what);                                                                         \
     } while (0)
 
 extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
@@ -114,6 +254,7 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
         vt_gpu_close(g);
         return NULL;
     }
+    prof_open(g);
     return g;
 }
 
@@ -126,6 +267,7 @@ extern "C" void vt_gpu_close(vt_gpu *g)
     if (!g)
         return;
     if (hipSetDevice(g->device) == hipSuccess) {
+        prof_close(g);
         hipStreamSynchronize(g->stream);
         hipFree(g->grids_buf);
         hipStreamDestroy(g->stream);
@@ -168,6 +310,7 @@ extern "C" int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t byt
     g->copies++;
     TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    prof_restart(g);
     return VT_OK;
 }
 
@@ -377,6 +520,7 @@ extern "C" int vt_gpu_wait(vt_gpu *g, vt_error *err)
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    prof_restart(g);
     return VT_OK;
 }
 
@@ -404,6 +548,20 @@ __device__ static float dot_tail(const float *a, int s, const float *b, int64_t 
     return sum;
 }
 
+/* ggml_vec_dot_f32's reduction of its 64 partial sums, lane L holding
+ * partials L + 32 and L (sa, sb): (s0+s2)+(s1+s3) then the 16-lane tree,
+ * the result in lane 0. */
+__device__ static inline float warp_tree64(float sa, float sb)
+{
+    /* lane k < 16: s0k + s2k; lane 16 + k: s1k + s3k */
+    float l = sa + sb;
+    l = l + SHFL_DOWN(l, 16, 32);
+    l = l + SHFL_DOWN(l, 8, 32);
+    l = l + SHFL_DOWN(l, 4, 32);
+    l = l + SHFL_DOWN(l, 2, 32);
+    return l + SHFL_DOWN(l, 1, 32);
+}
+
 /* dot(a, b) by one warp (lane 0..31), the result in lane 0; a padded by s. */
 __device__ static float warp_dot_f32(const float *a, int s, const float *b, int64_t n, int lane)
 {
@@ -413,13 +571,7 @@ __device__ static float warp_dot_f32(const float *a, int s, const float *b, int6
         sa = fmaf(a[padded(i + lane, s)], b[i + lane], sa);
         sb = fmaf(a[padded(i + 32 + lane, s)], b[i + 32 + lane], sb);
     }
-    /* lane k < 16: s0k + s2k; lane 16 + k: s1k + s3k */
-    float l = sa + sb;
-    l = l + SHFL_DOWN(l, 16, 32);
-    l = l + SHFL_DOWN(l, 8, 32);
-    l = l + SHFL_DOWN(l, 4, 32);
-    l = l + SHFL_DOWN(l, 2, 32);
-    float sum = l + SHFL_DOWN(l, 1, 32);
+    float sum = warp_tree64(sa, sb);
     if (lane == 0 && np < n)
         sum = dot_tail(a, s, b, np, n, sum);
     return sum;
@@ -1089,10 +1241,43 @@ __global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, i
     }
 }
 
-/* One block per (token, head), 4 warps. Shared: q (hd), one key row per
- * warp (4 hd), the scores (n_keys rounded up to 16), one sum per 16 keys. */
-__global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, int64_t hd,
-                                   const float *q, int64_t ldq, float *out, int64_t ldo)
+/* The dot of cache row `at` (hd elements) with q (shared), the CPU's
+ * ggml_vec_dot_f32 (warp_dot_f32) reading the cache directly, in lane 0. */
+__device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float *qs, int64_t np, int64_t n,
+                                     float sum)
+{
+    int64_t i = np;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++)
+            sum += cache_get(kv, kv.k, at + (size_t)(i + k)) * qs[i + k];
+    if (i + 8 <= n)
+        for (int k = 0; k < 8; k++, i++)
+            sum += cache_get(kv, kv.k, at + (size_t)i) * qs[i];
+    for (; i < n; i++)
+        sum = fmaf(cache_get(kv, kv.k, at + (size_t)i), qs[i], sum);
+    return sum;
+}
+
+/* One block per (token, head), ATT_THREADS threads.
+ *  scores: each warp takes keys warp, warp + warps, ..., two at a time
+ *          (their loads in flight together), each key's dot in the CPU's
+ *          order straight from the cache, times scale;
+ *  softmax: the maximum by every thread (order does not matter), exp and a
+ *          float tree per 16 keys, the 16-sums added in double in key order
+ *          by one thread (exp_sum_body);
+ *  V p:    accumulator k (of 64) holds keys j = k mod 64 in key order, as
+ *          kernels_kv.c; the threads in four groups of ATT_THREADS / 4
+ *          outputs, group g holding accumulators 16g .. 16g + 15; groups
+ *          1..3 hand theirs over in shared memory and group 0 pairs them as
+ *          dot() does, then tree16.
+ * Shared: q (hd), the scores (n_keys rounded up to 16), one sum per 16
+ * keys, the handed-over accumulators (48 x ATT_THREADS / 4), one maximum
+ * per warp. */
+#define ATT_THREADS 512
+#define ATT_DN (ATT_THREADS / 4)
+__global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv,
+                                                                  int64_t hd, const float *q, int64_t ldq, float *out,
+                                                                  int64_t ldo)
 {
     GRID_RELEASE();
     extern __shared__ float sh[];
@@ -1101,34 +1286,60 @@ __global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_he
     const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
     const int32_t n_keys = pos0 + (int32_t)t + 1;
     const int64_t n16 = (n_keys + 15) / 16 * 16;
-    float *qs = sh, *kbuf = qs + hd, *scores = kbuf + 4 * hd, *csum = scores + n16;
-    __shared__ float inv_s;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *qs = sh, *scores = qs + hd, *csum = scores + n16, *part = csum + n16 / 16, *wmax = part + 48 * ATT_DN;
+    __shared__ float inv_s, max_s;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const float scale = 1.0f / sqrtf((float)hd);
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
         qs[d] = q[t * ldq + h * hd + d];
     __syncthreads();
     const size_t head_off = (size_t)kvh * (size_t)hd;
-    float *kw = kbuf + warp * hd;
-    for (int32_t j = warp; j < n_keys; j += 4) {
-        const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)j) * (size_t)kv.kv_dim + head_off;
-        for (int64_t d = lane; d < hd; d += 32)
-            kw[d] = cache_get(kv, kv.k, at + (size_t)d);
-        VT_SYNCWARP();
-        const float s = warp_dot_f32(kw, NO_PAD, qs, hd, lane);
-        if (lane == 0)
-            scores[j] = s * scale;
-        VT_SYNCWARP();
+    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + head_off;
+    const int64_t np = hd & ~(int64_t)63;
+    for (int32_t j = warp; j < n_keys; j += 2 * warps) {
+        const int32_t j2 = j + warps;
+        const int two = j2 < n_keys;
+        const size_t at = layer_at + (size_t)j * (size_t)kv.kv_dim;
+        const size_t at2 = layer_at + (size_t)(two ? j2 : j) * (size_t)kv.kv_dim;
+        float sa = 0.0f, sb = 0.0f, sa2 = 0.0f, sb2 = 0.0f;
+        for (int64_t i = 0; i < np; i += 64) {
+            const float k0 = cache_get(kv, kv.k, at + (size_t)(i + lane));
+            const float k1 = cache_get(kv, kv.k, at + (size_t)(i + 32 + lane));
+            const float k2 = cache_get(kv, kv.k, at2 + (size_t)(i + lane));
+            const float k3 = cache_get(kv, kv.k, at2 + (size_t)(i + 32 + lane));
+            sa = fmaf(k0, qs[i + lane], sa);
+            sb = fmaf(k1, qs[i + 32 + lane], sb);
+            sa2 = fmaf(k2, qs[i + lane], sa2);
+            sb2 = fmaf(k3, qs[i + 32 + lane], sb2);
+        }
+        float s1 = warp_tree64(sa, sb);
+        float s2 = warp_tree64(sa2, sb2);
+        if (lane == 0) {
+            if (np < hd)
+                s1 = key_dot_tail(kv, at, qs, np, hd, s1);
+            scores[j] = s1 * scale;
+            if (two) {
+                if (np < hd)
+                    s2 = key_dot_tail(kv, at2, qs, np, hd, s2);
+                scores[j2] = s2 * scale;
+            }
+        }
     }
     __syncthreads();
-    /* The maximum (order does not matter), then exp and a float tree per 16
-     * keys, the 16-sums added in double in key order (exp_sum_body). */
-    __shared__ float max_s;
+    /* The maximum (fmaxf: the same in any order). */
+    float m = -INFINITY;
+    for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
+        m = fmaxf(m, scores[j]);
+    for (int o = 16; o; o >>= 1)
+        m = fmaxf(m, SHFL_XOR(m, o, 32));
+    if (lane == 0)
+        wmax[warp] = m;
+    __syncthreads();
     if (threadIdx.x == 0) {
-        float m = -INFINITY;
-        for (int32_t j = 0; j < n_keys; j++)
-            m = fmaxf(m, scores[j]);
-        max_s = m;
+        float mm = -INFINITY;
+        for (int w = 0; w < warps; w++)
+            mm = fmaxf(mm, wmax[w]);
+        max_s = mm;
     }
     __syncthreads();
     for (int64_t c = threadIdx.x; c < n16 / 16; c += blockDim.x) {
@@ -1148,26 +1359,38 @@ __global__ static void k_attention(vt_gpu_kv kv, int layer, int n_head, int n_he
     }
     __syncthreads();
     const float inv = inv_s;
-    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
-        /* key j into accumulator j % 64: keys 64 at a time, the index
-         * known at compile time (registers, the loads all in flight) */
-        float acc[64];
+    const int gi = threadIdx.x / ATT_DN, di = threadIdx.x % ATT_DN;
+    for (int64_t d0 = 0; d0 < hd; d0 += ATT_DN) {
+        const int64_t d = d0 + di;
+        float acc[16];
 #pragma unroll
-        for (int k = 0; k < 64; k++)
+        for (int k = 0; k < 16; k++)
             acc[k] = 0.0f;
-        const size_t base = ((size_t)layer * (size_t)kv.n_ctx) * (size_t)kv.kv_dim + head_off + (size_t)d;
-        for (int32_t j0 = 0; j0 < n_keys; j0 += 64) {
+        if (d < hd) {
+            const size_t base = layer_at + (size_t)d;
+            for (int32_t j0 = 16 * gi; j0 < n_keys; j0 += 64) {
 #pragma unroll
-            for (int k = 0; k < 64; k++) {
-                const int32_t j = j0 + k;
-                if (j < n_keys)
-                    acc[k] = fmaf(cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim), scores[j] * inv, acc[k]);
+                for (int k = 0; k < 16; k++) {
+                    const int32_t j = j0 + k;
+                    if (j < n_keys)
+                        acc[k] = fmaf(cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim), scores[j] * inv, acc[k]);
+                }
             }
         }
-        float l[16];
-        for (int k = 0; k < 16; k++)
-            l[k] = (acc[k] + acc[k + 32]) + (acc[k + 16] + acc[k + 48]);
-        out[t * ldo + h * hd + d] = tree16(l);
+        if (gi > 0)
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                part[((gi - 1) * 16 + k) * ATT_DN + di] = acc[k];
+        __syncthreads();
+        if (gi == 0 && d < hd) {
+            /* accumulators k, k + 16, k + 32, k + 48: groups 0, 1, 2, 3 */
+            float l[16];
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                l[k] = (acc[k] + part[(16 + k) * ATT_DN + di]) + (part[k * ATT_DN + di] + part[(32 + k) * ATT_DN + di]);
+            out[t * ldo + h * hd + d] = tree16(l);
+        }
+        __syncthreads();
     }
 }
 
@@ -1239,15 +1462,18 @@ __global__ static void k_silu_rows(float *x, int64_t rows, int64_t n)
     }
 }
 
-/* vt_q35_l2norm over vectors of d at x + t * ld + k * d (k < per_tok). */
+/* vt_q35_l2norm over vectors of d at x + t * ld + k * d (k < per_tok): the
+ * squares into shared memory (d floats), summed as the serial loop does. */
 __global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, float eps)
 {
+    extern __shared__ float sq[];
     __shared__ float scale_s;
     float *v = x + (int64_t)(blockIdx.x / per_tok) * ld + (int64_t)(blockIdx.x % per_tok) * d;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        sq[i] = v[i] * v[i];
+    __syncthreads();
+    const double sum = sum_squares_as_serial(sq, d);
     if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < d; i++)
-            sum += (double)(v[i] * v[i]);
         const float mean = (float)(sum / (double)d);
         scale_s = 1.0f / sqrtf(mean + eps / (float)d);
     }
@@ -1295,16 +1521,79 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
     }
 }
 
+/* The same recurrence a row of S at a time: row j's step reads only row
+ * j, k, q and v_j, so one warp per (head, row), every row at once, the row
+ * in registers across the batch's tokens. Lane L holds elements 64m + L
+ * (r[2m]) and 64m + 32 + L (r[2m + 1]): the two partial sums of
+ * warp_dot_f32 over their own elements, so each dot, update and product
+ * is k_delta_rule's. Heads of d = 32 E, a multiple of 64. */
+template <int E>
+__global__ static void __launch_bounds__(256)
+    k_delta_rows(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim, int64_t n_k_heads,
+                 const float *decays, const float *beta, int64_t nv, int64_t n_tok, float *o, int64_t ldo)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t w = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (w >= nv * d)
+        return; /* a whole warp */
+    const int64_t h = w / d, j = w % d, kh = h % n_k_heads;
+    float *row = states + h * d * d + j * d;
+    float r[E];
+#pragma unroll
+    for (int m = 0; m < E; m++)
+        r[m] = row[(m >> 1) * 64 + (m & 1) * 32 + lane];
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
+        const float v = conv[t * C + 2 * key_dim + h * d + j];
+        const float decay = decays[t * nv + h], b = beta[t * nv + h];
+        float kk[E], qq[E];
+#pragma unroll
+        for (int m = 0; m < E; m++) {
+            kk[m] = k[(m >> 1) * 64 + (m & 1) * 32 + lane];
+            qq[m] = q[(m >> 1) * 64 + (m & 1) * 32 + lane];
+        }
+#pragma unroll
+        for (int m = 0; m < E; m++)
+            r[m] *= decay;
+        float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+        for (int m = 0; m < E; m += 2) {
+            sa = fmaf(r[m], kk[m], sa);
+            sb = fmaf(r[m + 1], kk[m + 1], sb);
+        }
+        const float p = warp_tree64(sa, sb);
+        const float delta = SHFL((v - p) * b, 0, 32);
+#pragma unroll
+        for (int m = 0; m < E; m++)
+            r[m] = fmaf(kk[m], delta, r[m]);
+        sa = sb = 0.0f;
+#pragma unroll
+        for (int m = 0; m < E; m += 2) {
+            sa = fmaf(r[m], qq[m], sa);
+            sb = fmaf(r[m + 1], qq[m + 1], sb);
+        }
+        const float p2 = warp_tree64(sa, sb);
+        if (lane == 0)
+            o[t * ldo + h * d + j] = p2 * scale;
+    }
+#pragma unroll
+    for (int m = 0; m < E; m++)
+        row[(m >> 1) * 64 + (m & 1) * 32 + lane] = r[m];
+}
+
 /* Gated RMSNorm per head: o = rmsnorm(o) * w * silu(z), vectors of d (a
- * multiple of 16, as k_silu_rows). */
+ * multiple of 16, as k_silu_rows); the squares summed as k_l2norm's. */
 __global__ static void k_gated_norm(float *o, float *z, const float *w, int64_t d, float eps)
 {
+    extern __shared__ float sq[];
     __shared__ float scale_s;
     float *ov = o + (int64_t)blockIdx.x * d, *zv = z + (int64_t)blockIdx.x * d;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        sq[i] = ov[i] * ov[i];
+    __syncthreads();
+    const double sum = sum_squares_as_serial(sq, d);
     if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < d; i++)
-            sum += (double)(ov[i] * ov[i]);
         const float mean = (float)(sum / (double)d);
         scale_s = 1.0f / sqrtf(mean + eps);
     }
@@ -1702,15 +1991,15 @@ extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32
                                 int64_t ldo, vt_error *err)
 {
     const int64_t n16 = ((int64_t)keys_max + 15) / 16 * 16;
-    const size_t shm = (size_t)(5 * hd + n16 + n16 / 16) * sizeof(float);
-    if (shm > 96 * 1024)
-        return vt_error_set(err, VT_EINPUT, "gpu attention: %lld keys: expected at most about 20000",
+    const size_t shm = (size_t)(hd + n16 + n16 / 16 + 48 * ATT_DN + ATT_THREADS / 32) * sizeof(float);
+    if (shm > 160 * 1024)
+        return vt_error_set(err, VT_EINPUT, "gpu attention: %lld keys: expected at most about 32000",
                             (long long)keys_max);
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_attention, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
             "hipFuncSetAttribute");
-    k_attention<<<(unsigned)(n_tok * n_head), 128, shm, g->stream>>>(*kv, layer, n_head, n_head_kv, hd, q, ldq, out,
-                                                                      ldo);
+    k_attention<<<(unsigned)(n_tok * n_head), ATT_THREADS, shm, g->stream>>>(*kv, layer, n_head, n_head_kv, hd, q, ldq,
+                                                                              out, ldo);
     LAUNCHED("k_attention");
     return VT_OK;
 }
@@ -1768,7 +2057,9 @@ extern "C" int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt
 extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps,
                              vt_error *err)
 {
-    k_l2norm<<<(unsigned)(n_tok * per_tok), 64, 0, g->stream>>>(x, ld, per_tok, d, eps);
+    if (d > 12288)
+        return vt_error_set(err, VT_EINPUT, "gpu l2norm: vectors of %lld: expected at most 12288", (long long)d);
+    k_l2norm<<<(unsigned)(n_tok * per_tok), 64, (size_t)d * sizeof(float), g->stream>>>(x, ld, per_tok, d, eps);
     LAUNCHED("k_l2norm");
     return VT_OK;
 }
@@ -1777,6 +2068,18 @@ extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const floa
                                  int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
                                  float *o, int64_t ldo, vt_error *err)
 {
+    void (*rows)(float *, int64_t, const float *, int64_t, int64_t, int64_t, const float *, const float *, int64_t,
+                 int64_t, float *, int64_t) = d == 64    ? k_delta_rows<2>
+                                              : d == 128 ? k_delta_rows<4>
+                                              : d == 192 ? k_delta_rows<6>
+                                              : d == 256 ? k_delta_rows<8>
+                                                         : NULL;
+    if (rows) { /* a warp per row, 8 a block */
+        rows<<<(unsigned)((nv * d + 7) / 8), 256, 0, g->stream>>>(states, d, conv, C, key_dim, n_k_heads, decays, beta,
+                                                                  nv, n_tok, o, ldo);
+        LAUNCHED("k_delta_rows");
+        return VT_OK;
+    }
     k_delta_rule<<<(unsigned)nv, 128, (size_t)d * sizeof(float), g->stream>>>(states, d, conv, C, key_dim, n_k_heads,
                                                                              decays, beta, nv, n_tok, o, ldo);
     LAUNCHED("k_delta_rule");
@@ -1788,7 +2091,9 @@ extern "C" int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, 
 {
     if (d % 16)
         return vt_error_set(err, VT_EINPUT, "gpu gated norm: heads of %lld: expected a multiple of 16", (long long)d);
-    k_gated_norm<<<(unsigned)n_vec, 64, 0, g->stream>>>(o, z, w, d, eps);
+    if (d > 12288)
+        return vt_error_set(err, VT_EINPUT, "gpu gated norm: heads of %lld: expected at most 12288", (long long)d);
+    k_gated_norm<<<(unsigned)n_vec, 64, (size_t)d * sizeof(float), g->stream>>>(o, z, w, d, eps);
     LAUNCHED("k_gated_norm");
     return VT_OK;
 }

@@ -398,6 +398,7 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
         ids[t] = tokens[t];
         vt_q35_rope_angles(rope + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
     }
+    vt_gpu_profile_phase(g, n_tok == 1);
     int rc = vt_gpu_step_upload(g, &m->step, m->n_past, n_tok, err);
     host_step *eager = m->host_steps, *captured = m->host_steps + hp->n_layer;
     if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&

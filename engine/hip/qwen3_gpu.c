@@ -252,6 +252,7 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         ids[t] = tokens[t];
         vt_rope_angles(rope + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
     }
+    vt_gpu_profile_phase(g, n_tok == 1);
     int rc = vt_gpu_step_upload(g, &m->step, pos0, n_tok, err);
     if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX) {
         if (!vt_gpu_graph_valid(g, m->decode)) {

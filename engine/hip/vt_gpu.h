@@ -80,6 +80,10 @@ int vt_gpu_wait(vt_gpu *g, vt_error *err);
 /* Launches from the host (a kernel, or a whole captured graph: one) and
  * host<->device copies made through g so far. */
 void vt_gpu_counts(const vt_gpu *g, uint64_t *launches, uint64_t *copies);
+/* With VT_GPU_PROFILE=1 in the environment, each kernel launched outside a
+ * graph is timed by events, summed per kernel name and phase (decode steps
+ * of one token apart from batches) and printed on stderr at close. */
+void vt_gpu_profile_phase(vt_gpu *g, int decode_step);
 
 /* Page-locked host memory (the only kind a captured copy may use). */
 void *vt_gpu_host_alloc(vt_gpu *g, size_t bytes, vt_error *err);
