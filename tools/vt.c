@@ -34,7 +34,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: vt COMMAND [ARGS...]\n\ncommands:\n");
     for (int i = 0; i < N_SUBCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(f, "\n'vt COMMAND --help' describes each. Exit codes: 0 ok, 1 check failed, 2 bad input.\n");
+    fprintf(f, "\n'vt COMMAND --help' describes each; 'vt --version' prints the version and git revision.\n"
+               "Exit codes: 0 ok, 1 check failed, 2 bad input.\n");
 }
 
 int main(int argc, char **argv)
@@ -50,6 +51,15 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "vt: --version: '%s': expected no further argument\n", argv[2]);
+            return 2;
+        }
+        /* The revision is the one the build was configured at. */
+        printf("vt %s (git %s)\n", VT_VERSION, VT_GIT_REV);
         return 0;
     }
     for (int i = 0; i < N_SUBCOMMANDS; i++)
