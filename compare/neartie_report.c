@@ -13,6 +13,8 @@
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 
+#include <openssl/evp.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,8 +94,8 @@ struct vt_neartie {
     vt_nt_totals totals;
     char *gate_reasons[2];
     int n_gate_reasons;
-    char *table, *report, *junit;
-    size_t report_len, junit_len;
+    char *table, *report, *junit, *intoto;
+    size_t report_len, junit_len, intoto_len;
 };
 
 /* ------------------------------------------------------------ strings */
@@ -218,6 +220,15 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
     }
     if (o->scores_out && !o->score_with) {
         vt_error_set(err, VT_EINPUT, "--scores-out: expected only with --score-with");
+        return NULL;
+    }
+    if (o->intoto && !o->out) {
+        vt_error_set(err, VT_EINPUT, "--intoto %s: the report is its subject: expected --out R.json too", o->intoto);
+        return NULL;
+    }
+    if (o->intoto && o->score_with && !o->scores_out) {
+        vt_error_set(err, VT_EINPUT, "--intoto %s: the prefix scores are its subject: expected --scores-out S.json "
+                     "with --score-with", o->intoto);
         return NULL;
     }
     if (!(o->threshold_mnats >= 0.0) || !isfinite(o->threshold_mnats)) {
@@ -861,6 +872,121 @@ static int build_junit(vt_neartie *c, vt_error *err)
     return VT_OK;
 }
 
+/* ------------------------------------------------------------ in-toto */
+
+/* The verdict as an in-toto Statement v1 (in-toto/attestation
+ * spec/v1/statement.md) with the test-result predicate v0.1
+ * (spec/predicates/test-result.md):
+ *   subject       the report, the local and the oracle capture and each
+ *                 prefix-scores file, by the sha256 of the bytes vt read
+ *                 (or wrote), named as given on the command line;
+ *   result        PASSED when the gate passed, else FAILED;
+ *   configuration one resource: the gate's settings as canonical JSON
+ *                 (content, base64, with its sha256), the same fields as
+ *                 annotations;
+ *   tests         one per prompt, by its id: strict ones passed,
+ *                 near-tie-only and within-noise ones warned, failed ones
+ *                 failed; and "gate" (passed or failed), and
+ *                 "strict evidence" (passed, or warned under
+ *                 --allow-unverified).
+ * Names are made valid UTF-8 (U+FFFD for a stray byte); the digest binds. */
+#define INTOTO_STATEMENT "https://in-toto.io/Statement/v1"
+#define INTOTO_TEST_RESULT "https://in-toto.io/attestation/test-result/v0.1"
+
+static cJSON *intoto_subject(const char *name, const char *sha256_hex)
+{
+    cJSON *s = cJSON_CreateObject();
+    char *text = vt_utf8_text(name, strlen(name), NULL);
+    cJSON_AddStringToObject(s, "name", text ? text : "?");
+    free(text);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(s, "digest"), "sha256", sha256_hex);
+    return s;
+}
+
+static int build_intoto(vt_neartie *c, vt_error *err)
+{
+    const vt_nt_totals *t = &c->totals;
+    cJSON *st = cJSON_CreateObject();
+    cJSON_AddStringToObject(st, "_type", INTOTO_STATEMENT);
+    cJSON *subj = cJSON_AddArrayToObject(st, "subject");
+    vt_sha256_hex rep;
+    vt_sha256_buffer(c->report, c->report_len, &rep);
+    cJSON_AddItemToArray(subj, intoto_subject(c->o.out, rep.hex));
+    cJSON_AddItemToArray(subj, intoto_subject(c->o.local, c->doc[LOCAL].file_sha256.hex));
+    cJSON_AddItemToArray(subj, intoto_subject(c->o.oracle, c->doc[ORACLE].file_sha256.hex));
+    for (int k = SCORES; k <= SCORES_C; k++) {
+        const char *f = c->file[k] ? c->file[k] : k == SCORES && c->have[k] ? c->o.scores_out : NULL;
+        if (f)
+            cJSON_AddItemToArray(subj, intoto_subject(f, c->doc[k].file_sha256.hex));
+    }
+    cJSON_AddStringToObject(st, "predicateType", INTOTO_TEST_RESULT);
+    cJSON *pred = cJSON_AddObjectToObject(st, "predicate");
+    cJSON_AddStringToObject(pred, "result", t->gate_passed ? "PASSED" : "FAILED");
+
+    cJSON *conf = cJSON_CreateObject();
+    cJSON *tool = cJSON_AddObjectToObject(conf, "tool");
+    cJSON_AddStringToObject(tool, "name", "vt-neartie");
+    cJSON_AddStringToObject(tool, "version", VT_VERSION);
+    cJSON_AddStringToObject(tool, "git", VT_GIT_REV);
+    cJSON_AddNumberToObject(conf, "threshold_mnats", c->o.threshold_mnats);
+    cJSON_AddNumberToObject(conf, "require_strict", c->o.require_strict);
+    cJSON_AddNumberToObject(conf, "max_failed", c->o.max_failed);
+    cJSON_AddBoolToObject(conf, "allow_unverified", c->o.guard.allow_unverified);
+    cJSON_AddItemToObject(conf, "allowed_differences", allowed_json(c));
+    cJSON_AddStringToObject(conf, "scored_by", c->o.score_with ? c->o.score_with : "file");
+    cJSON_AddStringToObject(conf, "scores_shape", vt_score_shape_name(c->doc[SCORES].shape));
+    cJSON_AddStringToObject(conf, "report_schema", REPORT_SCHEMA);
+    size_t clen = 0;
+    char *ctext = vt_canonical_json(conf, &clen, err);
+    if (!ctext) {
+        cJSON_Delete(conf);
+        cJSON_Delete(st);
+        return err->code;
+    }
+    unsigned char *b64 = malloc(4 * ((clen + 2) / 3) + 1);
+    if (!b64) {
+        free(ctext);
+        cJSON_Delete(conf);
+        cJSON_Delete(st);
+        return vt_error_set(err, VT_EINPUT, "in-toto: out of memory");
+    }
+    EVP_EncodeBlock(b64, (const unsigned char *)ctext, (int)clen);
+    vt_sha256_hex ch;
+    vt_sha256_buffer(ctext, clen, &ch);
+    free(ctext);
+    cJSON *rd = cJSON_CreateObject();
+    cJSON_AddStringToObject(rd, "name", "vt-neartie gate configuration");
+    cJSON_AddStringToObject(rd, "content", (const char *)b64);
+    free(b64);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(rd, "digest"), "sha256", ch.hex);
+    cJSON_AddStringToObject(rd, "mediaType", "application/json");
+    cJSON_AddItemToObject(rd, "annotations", conf);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(pred, "configuration"), rd);
+
+    cJSON *passed = cJSON_AddArrayToObject(pred, "passedTests");
+    cJSON *warned = cJSON_AddArrayToObject(pred, "warnedTests");
+    cJSON *failed = cJSON_AddArrayToObject(pred, "failedTests");
+    for (int32_t p = 0; p < c->doc[LOCAL].n_prompts; p++) {
+        const int cls = c->res[p].cls;
+        cJSON *to = cls == VT_PROMPT_STRICT ? passed : cls == VT_PROMPT_FAILED ? failed : warned;
+        cJSON_AddItemToArray(to, cJSON_CreateString(c->ids[p]));
+    }
+    cJSON_AddItemToArray(t->gate_passed ? passed : failed, cJSON_CreateString("gate"));
+    cJSON_AddItemToArray(c->unverified.n ? warned : passed, cJSON_CreateString("strict evidence"));
+    c->intoto = vt_canonical_json(st, &c->intoto_len, err);
+    cJSON_Delete(st);
+    if (!c->intoto)
+        return err->code;
+    /* a file ends with a newline, as the report does */
+    char *nl = realloc(c->intoto, c->intoto_len + 2);
+    if (!nl)
+        return vt_error_set(err, VT_EINPUT, "in-toto: out of memory");
+    c->intoto = nl;
+    c->intoto[c->intoto_len++] = '\n';
+    c->intoto[c->intoto_len] = 0;
+    return VT_OK;
+}
+
 static int build_table(vt_neartie *c, vt_error *err)
 {
     const vt_doc *L = &c->doc[LOCAL];
@@ -1141,6 +1267,8 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
     rc = build_report(c, err);
     if (rc == VT_OK)
         rc = build_junit(c, err);
+    if (rc == VT_OK && c->o.intoto)
+        rc = build_intoto(c, err);
     if (rc == VT_OK)
         rc = build_table(c, err);
     return rc;
@@ -1168,7 +1296,7 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
 {
     if (!c->report)
         return vt_error_set(err, VT_EINPUT, "neartie: publish before compare");
-    vt_publish_item items[3];
+    vt_publish_item items[4];
     int n = 0;
     memset(items, 0, sizeof items);
     if (c->o.out)
@@ -1177,6 +1305,8 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
         items[n++] = (vt_publish_item){ .path = c->o.junit, .data = c->junit, .size = c->junit_len };
     if (c->o.scores_out)
         items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->text[SCORES], .size = c->text_len[SCORES] };
+    if (c->o.intoto)
+        items[n++] = (vt_publish_item){ .path = c->o.intoto, .data = c->intoto, .size = c->intoto_len };
     if (n == 0)
         return VT_OK;
     /* The outputs may not alias any input: captures, scores, model, the
@@ -1231,5 +1361,6 @@ void vt_nt_free(vt_neartie *c)
     free(c->table);
     free(c->report);
     free(c->junit);
+    free(c->intoto);
     free(c);
 }

@@ -60,8 +60,11 @@
  *    table writes control characters and such bytes as \n, \xNN.)
  *  - JUnit XML: one test case per prompt, a failed prompt as <failure>
  *    with its divergence in the message.
- * The report and the JUnit file (and the prefix scores, with score_with and
- * scores_out) are published as one group (common/vt_publish.h).
+ *  - in-toto: the verdict as an in-toto Statement v1 whose predicate is the
+ *    test-result predicate, its subjects the report, the captures and the
+ *    prefix-scores files by sha256 (build_intoto says what goes where).
+ * The report, the JUnit file and the statement (and the prefix scores, with
+ * score_with and scores_out) are published as one group (common/vt_publish.h).
  *
  * Gate: at least require_strict strict prompts and at most max_failed
  * failed ones. */
@@ -84,6 +87,8 @@ typedef struct vt_nt_opts {
     int32_t threads;           /* the scorer's threads; 0: the oracle's */
     double threshold_mnats;    /* default 500 */
     const char *out, *junit;   /* report and JUnit paths, or NULL */
+    const char *intoto;        /* an in-toto Statement v1 of the verdict (test-result predicate), or NULL;
+                                  needs out (the report is its subject), and scores_out with score_with */
     const char *scores_out;    /* with score_with: also publish the scores */
     const char *package, *package_root, *lock; /* with score_with: the scorer's package, as
                                                   vt-capture --package (the oracle's runtime

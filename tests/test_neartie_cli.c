@@ -2115,6 +2115,129 @@ Test(input, version_1_captures_are_still_read)
     teardown(&e);
 }
 
+/* ----------------------------------------------------------- in-toto */
+
+/* An in-toto statement file through an independent validator: Debian's
+ * python3-jsonschema (scripts/bootstrap installs it; /usr/bin/python3 is
+ * Debian's) against compare/intoto-test-result.schema.json. 0: valid. */
+static int intoto_validate(env *e, const char *path)
+{
+    return sh(e, "/usr/bin/python3 -c 'import json, sys, jsonschema; "
+                 "jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[2]))); "
+                 "jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), "
+                 "cls=jsonschema.Draft202012Validator)' '%s' '%s/compare/intoto-test-result.schema.json'",
+              path, VT_SOURCE_DIR);
+}
+
+static int has_string(const cJSON *a, const char *s)
+{
+    for (const cJSON *x = a ? a->child : NULL; x; x = x->next)
+        if (cJSON_IsString(x) && !strcmp(x->valuestring, s))
+            return 1;
+    return 0;
+}
+
+/* The statement at I.json: valid, canonical, its subjects the report, the
+ * captures and the scores as written (by the sha256 of each file now), its
+ * result and its tests as given. */
+static cJSON *check_intoto(env *e, const char *result, int passed, int warned, int failed)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/I.json", e->dir);
+    cr_assert_eq(intoto_validate(e, path), 0, "%s: not an in-toto Statement v1 (test-result): %s%s", path, e->cmd_out,
+                 e->cmd_err);
+    cJSON *st = load_json(path);
+    cr_assert_str_eq(get(st, "_type")->valuestring, "https://in-toto.io/Statement/v1");
+    cr_assert_str_eq(get(st, "predicateType")->valuestring, "https://in-toto.io/attestation/test-result/v0.1");
+    const cJSON *subj = get(st, "subject");
+    cr_assert_eq(cJSON_GetArraySize(subj), 4);
+    const char *names[4] = { "R.json", "L.json", "O.json", "S.json" };
+    for (int i = 0; i < 4; i++) {
+        const cJSON *s = cJSON_GetArrayItem(subj, i);
+        cr_assert_str_eq(get(s, "name")->valuestring, names[i]);
+        char f[200];
+        snprintf(f, sizeof f, "%s/%s", e->dir, names[i]);
+        vt_sha256_hex h;
+        vt_error err;
+        vt_error_clear(&err);
+        cr_assert_eq(vt_sha256_file(f, &h, NULL, &err), VT_OK, "%s", err.msg);
+        cr_assert_str_eq(get(get(s, "digest"), "sha256")->valuestring, h.hex, "%s: digest", names[i]);
+    }
+    const cJSON *pred = get(st, "predicate");
+    cr_assert_str_eq(get(pred, "result")->valuestring, result);
+    cr_assert_eq(cJSON_GetArraySize(get(pred, "passedTests")), passed, "passedTests");
+    cr_assert_eq(cJSON_GetArraySize(get(pred, "warnedTests")), warned, "warnedTests");
+    cr_assert_eq(cJSON_GetArraySize(get(pred, "failedTests")), failed, "failedTests");
+    const cJSON *conf = cJSON_GetArrayItem(get(pred, "configuration"), 0);
+    cr_assert_eq(get(get(conf, "annotations"), "threshold_mnats")->valuedouble, 500);
+    return st;
+}
+
+Test(intoto, the_verdict_as_a_test_result_statement)
+{
+    env e;
+    setup(&e);
+    docs d;
+    docs_make(&d, 125.0);
+    docs_write(&e, &d, NULL);
+    cr_assert_eq(neartie(&e, "--intoto I.json"), 0, "%s", e.cmd_err);
+    cr_assert(strstr(e.cmd_out, "wrote I.json (in-toto Statement v1"), "%s", e.cmd_out);
+    /* 15 strict prompts, the gate and the strict evidence passed; the
+     * near-tie-only prompt warned */
+    cJSON *st = check_intoto(&e, "PASSED", 17, 1, 0);
+    const cJSON *pred = get(st, "predicate");
+    cr_assert(has_string(get(pred, "passedTests"), "gate") && has_string(get(pred, "passedTests"), "strict evidence"));
+    cJSON *r = check_report(e.R);
+    cr_assert(has_string(get(pred, "warnedTests"), get(report_prompt(r, 15), "id")->valuestring));
+    cJSON_Delete(r);
+
+    /* The same comparison failing its gate: written all the same, FAILED. */
+    cr_assert_eq(neartie(&e, "--intoto I.json --overwrite --require-strict 16"), 1, "%s", e.cmd_err);
+    cJSON_Delete(st);
+    st = check_intoto(&e, "FAILED", 16, 1, 1);
+    cr_assert(has_string(get(get(st, "predicate"), "failedTests"), "gate"));
+
+    /* The validator and the schema refuse what is not the layout: each
+     * mutation of a valid statement must fail validation. */
+    const char *mutations[] = { "result", "type", "digest", "hex", "subject" };
+    for (size_t i = 0; i < sizeof mutations / sizeof mutations[0]; i++) {
+        cJSON *m = cJSON_Duplicate(st, 1);
+        const char *w = mutations[i];
+        cJSON *s0 = cJSON_GetArrayItem(at(m, "subject"), 0);
+        if (!strcmp(w, "result"))
+            cJSON_ReplaceItemInObject(at(m, "predicate"), "result", cJSON_CreateString("MAYBE"));
+        else if (!strcmp(w, "type"))
+            cJSON_ReplaceItemInObject(m, "_type", cJSON_CreateString("https://in-toto.io/Statement/v0.1"));
+        else if (!strcmp(w, "digest"))
+            cJSON_DeleteItemFromObject(s0, "digest");
+        else if (!strcmp(w, "hex"))
+            cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(s0, "digest"), "sha256", cJSON_CreateString("XYZ"));
+        else
+            cJSON_ReplaceItemInObject(m, "subject", cJSON_CreateArray());
+        char *txt = cJSON_PrintUnformatted(m);
+        char mp[160];
+        snprintf(mp, sizeof mp, "%s/M.json", e.dir);
+        spit(mp, txt, strlen(txt));
+        cr_assert_neq(intoto_validate(&e, mp), 0, "mutation '%s' validated", w);
+        free(txt);
+        cJSON_Delete(m);
+    }
+    cJSON_Delete(st);
+
+    /* No report, no statement: refused, nothing written. */
+    char ip[160];
+    snprintf(ip, sizeof ip, "%s/I.json", e.dir);
+    unlink(ip);
+    unlink(e.R);
+    int rc = sh(&e, "cd '%s' && '%s' neartie --local L.json --oracle O.json --prefix-scores S.json --intoto I.json",
+                e.dir, VT_BIN);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, e.cmd_err);
+    cr_assert(strstr(e.cmd_err, "--intoto I.json: the report is its subject: expected --out R.json too"), "%s",
+              e.cmd_err);
+    cr_assert(!exists(ip) && !exists(e.R), "written despite the refusal");
+    teardown(&e);
+}
+
 /* ------------------------------------------------------------- JUnit */
 
 Test(junit, markup_in_prompt_ids_is_escaped)

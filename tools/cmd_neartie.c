@@ -18,7 +18,7 @@ static const char usage_text[] =
     "                  (--prefix-scores S.json [--prefix-scores S2.json [--prefix-scores S3.json]]\n"
     "                   | --score-with llamacpp --model X.gguf [--threads N]\n"
     "                   [--scores-out S.json] [--package PKG.tgz [--package-root DIR] [--lock L]])\n"
-    "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--overwrite]\n"
+    "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--intoto ST.json] [--overwrite]\n"
     "                  [--require-strict N] [--max-failed N] [--allow-diff FIELD]...\n"
     "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N] [--allow-unverified]\n"
     "\n"
@@ -58,7 +58,10 @@ static const char usage_text[] =
     "whose prefixes are identical.\n"
     "\n"
     "Prints a table on stdout; --out writes a sealed vt.neartie-report/4 (canonical JSON),\n"
-    "--junit a JUnit XML file (one test case per prompt), published together.\n"
+    "--junit a JUnit XML file (one test case per prompt), --intoto the verdict as an in-toto\n"
+    "Statement v1 with the test-result predicate (subjects: the report, both captures and the\n"
+    "prefix-scores files, by sha256; result PASSED or FAILED as the gate; a test per prompt),\n"
+    "published together.\n"
     "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
     "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n";
 
@@ -108,6 +111,8 @@ int vt_cmd_neartie(int argc, char **argv)
             o.out = v;
         else if (strcmp(a, "--junit") == 0)
             o.junit = v;
+        else if (strcmp(a, "--intoto") == 0)
+            o.intoto = v;
         else if (strcmp(a, "--scores-out") == 0)
             o.scores_out = v;
         else if (strcmp(a, "--package") == 0)
@@ -186,6 +191,8 @@ int vt_cmd_neartie(int argc, char **argv)
         printf("wrote %s (vt.neartie-report/4)\n", o.out);
     if (o.junit)
         printf("wrote %s (JUnit)\n", o.junit);
+    if (o.intoto)
+        printf("wrote %s (in-toto Statement v1, test-result predicate)\n", o.intoto);
     if (o.scores_out)
         printf("wrote %s (" VT_PREFIX_SCORES_SCHEMA ")\n", o.scores_out);
     vt_nt_totals t;
