@@ -211,3 +211,46 @@ Test(docs, every_option_a_help_names_is_known_to_its_parser)
     }
     cr_assert_geq(checked, 50, "only %d options checked", checked);
 }
+
+/* Every subcommand vt's own usage lists has a --help that exits 0 and ends
+ * its description with an example of that very command ("example: vt NAME"
+ * or, for the linked tools, "example: vt-NAME"); `vt --version` names the
+ * version and the git revision, and takes nothing after it. */
+Test(docs, every_subcommand_help_has_an_example_and_vt_has_a_version)
+{
+    int rc;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s' --help", VT_BIN);
+    char *top = run_vt(cmd, &rc);
+    cr_assert_eq(rc, 0, "%s", cmd);
+    char *list = strstr(top, "commands:\n");
+    cr_assert_not_null(list, "%s", top);
+    int n = 0;
+    for (char *line = strtok(list + 10, "\n"); line && line[0] == ' '; line = strtok(NULL, "\n")) {
+        char name[32];
+        cr_assert_eq(sscanf(line, " %31s", name), 1, "%s", line);
+        char c2[512];
+        snprintf(c2, sizeof c2, "'%s' %s --help", VT_BIN, name);
+        char *help = run_vt(c2, &rc);
+        cr_assert_eq(rc, 0, "%s: exit %d", c2, rc);
+        char want1[64], want2[64];
+        snprintf(want1, sizeof want1, "example: vt %s", name);
+        snprintf(want2, sizeof want2, "example: vt-%s", name);
+        cr_assert(strstr(help, want1) || strstr(help, want2), "'vt %s --help' has no example of itself:\n%s", name,
+                  help);
+        free(help);
+        n++;
+    }
+    cr_assert_geq(n, 12, "only %d subcommands listed:\n%s", n, top);
+    free(top);
+    snprintf(cmd, sizeof cmd, "'%s' --version", VT_BIN);
+    char *v = run_vt(cmd, &rc);
+    cr_assert_eq(rc, 0, "%s", cmd);
+    char ver[32], rev[64], tail[8];
+    cr_assert_eq(sscanf(v, "vt %31s (git %63[^)])%7s", ver, rev, tail), 2, "vt --version: %s", v);
+    cr_assert(strlen(rev) == 40 || !strcmp(rev, "unknown"), "revision %s", rev);
+    free(v);
+    snprintf(cmd, sizeof cmd, "'%s' --version extra", VT_BIN);
+    free(run_vt(cmd, &rc));
+    cr_assert_eq(rc, 2, "vt --version extra: exit %d", rc);
+}

@@ -22,7 +22,8 @@ static const char usage_text[] =
     "(gap = logp(oracle argmax) - logp(local token)). A prompt is strict (same tokens),\n"
     "near-tie (every gap <= T milli-nats, default 500) or failed. Also prints the largest\n"
     "|difference| of teacher-forced log-probs between the runners. A runner compared with itself\n"
-    "is refused (exit 2). Exit 1 if any prompt failed.\n";
+    "is refused (exit 2). Exit 1 if any prompt failed.\n"
+    "example: vt agree --model tiny-Q8_0.gguf --prompts 4 --max-tokens 16\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {

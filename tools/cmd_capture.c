@@ -49,6 +49,8 @@ static const char usage_text[] =
     "with launcher, host or image, and command; otherwise it lists every reason, each with its\n"
     "rule, and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH if set) unless\n"
     "--no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
+    "example: vt-capture --runner engine --model tiny-Q8_0.gguf --prompts prompts.jsonl \\\n"
+    "             --model-manifest m.json --launcher-manifest l.json --repetitions 10 --strict --out engine.json\n"
     "\n";
 
 static int bad(const char *opt, const char *val, const char *expected)

@@ -19,7 +19,8 @@ static const char usage_text[] =
     "with ggml's own quantizer (the IQ types with an importance matrix), decodes them\n"
     "with ggml's to_float and with vt, and compares F32 and BF16 outputs bit for bit.\n"
     "Defaults: --types all --rows 4096 --cols 512 --seed 1 --threads <cores>.\n"
-    "Results do not depend on --threads. Exit 1 if any type differs.\n";
+    "Results do not depend on --threads. Exit 1 if any type differs.\n"
+    "example: vt codec check --types Q8_0,Q4_K,IQ2_XXS --rows 1024\n";
 
 static int cmd_list(void)
 {

@@ -49,7 +49,8 @@ static const char usage_text[] =
     "\n"
     "--tied / --untied override the preset's choice of output head. TYPE is any\n"
     "codec with a decoder in 'vt codec list' (F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS...)\n"
-    "except Q8_K, an activation-only type llama.cpp cannot multiply.\n";
+    "except Q8_K, an activation-only type llama.cpp cannot multiply.\n"
+    "example: vt fixture make --preset tiny --weights Q8_0 -o tiny-Q8_0.gguf\n";
 
 /* One line naming the option and what it expects; exit status 2. */
 static int bad(const char *opt, const char *val, const char *expected)

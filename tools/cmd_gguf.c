@@ -32,7 +32,8 @@ static const char usage[] =
     "         are identical for any file the reader accepts\n"
     "\n"
     "A malformed file is reported as one line naming the file, the byte offset\n"
-    "and the field, and vt exits with status 2.\n";
+    "and the field, and vt exits with status 2.\n"
+    "example: vt gguf info tiny-Q8_0.gguf\n";
 
 /* Tokenizer keys shown in the summary (and so not again among other keys). */
 static const struct { const char *key, *label; } tok_ids[] = {

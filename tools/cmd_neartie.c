@@ -63,7 +63,9 @@ static const char usage_text[] =
     "prefix-scores files, by sha256; result PASSED or FAILED as the gate; a test per prompt),\n"
     "published together.\n"
     "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
-    "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n";
+    "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n"
+    "example: vt-neartie --local engine.json --oracle oracle.json --prefix-scores prefix.json \\\n"
+    "             --out report.json --junit report.xml --intoto report.intoto.json --require-strict 16\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {

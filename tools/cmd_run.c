@@ -23,7 +23,8 @@ static const char usage_text[] =
     "Generates --max-tokens tokens (default 16; greedy unless --temperature > 0), or with\n"
     "--score teacher-forces the given token ids after the prompt. IDS: comma-separated ids.\n"
     "Prints each position's token, its text and the --show-top (default 5) log-probs.\n"
-    "--repeats N runs it N times and checks tokens and logits are bit-identical (exit 1 if not).\n";
+    "--repeats N runs it N times and checks tokens and logits are bit-identical (exit 1 if not).\n"
+    "example: vt run --runner engine --model tiny-Q8_0.gguf --prompt \"The capital of France is\" --max-tokens 8\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {

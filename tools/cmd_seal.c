@@ -28,7 +28,8 @@ static const char usage_text[] =
     "         (uncompressed tar stream, default 64G)  --max-ratio R (default 250)\n"
     "--threads N: 0 (default) one per CPU; the archive bytes do not depend on it.\n"
     "Exit codes: 0 ok, 1 the archive differs from its manifest or seal, 2 bad usage,\n"
-    "unreadable, malformed or refused input.\n";
+    "unreadable, malformed or refused input.\n"
+    "example: vt-seal create evidence -o evidence.tar.gz --attestation && vt-seal verify evidence.tar.gz\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {
