@@ -389,7 +389,7 @@ int vt_capture_run(vt_capture *c, vt_error *err)
     if (rc == VT_OK && c->topk_path && !(c->topk = vt_topk_writer_new(c->topk_dir, id.top_k, err)))
         rc = err ? err->code : VT_EINPUT;
     vt_run_plan plan = { &c->prompts, c->prefix ? c->cont : NULL, c->n_cont, c->o.repetitions, c->o.max_tokens,
-                         c->prefix ? 0 : c->o.top_k, c->o.score_shape };
+                         c->prefix ? 0 : c->o.top_k, c->o.score_shape, c->o.progress };
     if (rc == VT_OK)
         rc = vt_capture_repeat(r, &plan, c->side, c->topk, &res, err);
     /* What the runner's process imported, all of it: asked after the runs. */

@@ -156,6 +156,7 @@ typedef struct vt_capture_opts {
     int n_allow_differences;
     int strict;                    /* publish only if the strict gate passes */
     int64_t created_utc;           /* seconds since the epoch, or -1: no created_utc */
+    struct vt_progress *progress;  /* the runs counted on it (common/vt_progress.h), or NULL */
 } vt_capture_opts;
 
 /* Everything unset; repetitions 1, max_tokens 16, top_k 20, runner

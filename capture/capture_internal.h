@@ -63,6 +63,7 @@ typedef struct vt_run_plan {
     const int32_t *n_cont;
     int32_t repetitions, max_tokens, top_k;
     vt_score_shape shape; /* with cont */
+    struct vt_progress *progress; /* counts the runs, or NULL */
 } vt_run_plan;
 
 /* Runs the plan. A run that fails is recorded, not returned; VT_EINPUT for

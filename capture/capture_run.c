@@ -3,6 +3,8 @@
  * repeat 0 as the runs come. No JSON here: capture_doc.c writes it. */
 #include "capture_internal.h"
 
+#include "../common/vt_progress.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +117,9 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
     if (!logits || !toks || !lp || !top_ids || !top_lps || !rows || !refs || !res->runs)
         rc = vt_error_set(err, VT_EINPUT, "capture: out of memory for %d positions x %d logits", max_pos, nv);
 
+    vt_progress_start(plan->progress, prefix ? "prompts" : "runs", (int64_t)P * R);
     for (int rep = 0; rc == VT_OK && rep < R; rep++) {
-        for (int p = 0; rc == VT_OK && p < P; p++) {
+        for (int p = 0; rc == VT_OK && p < P; p++, vt_progress_add(plan->progress, 1)) {
             const vt_prompt *pr = &plan->prompts->items[p];
             int32_t n = prefix ? plan->n_cont[p] : plan->max_tokens;
             vt_error rerr;
@@ -234,6 +237,7 @@ int vt_capture_repeat(vt_runner *r, const vt_run_plan *plan, vt_logits_writer *s
                 note_mismatch(res, p, rep, pos_t, "tokens");
         }
     }
+    vt_progress_end(plan->progress);
     for (int p = 0; refs && p < P; p++) {
         free(refs[p].tokens);
         free(refs[p].rows);

@@ -316,6 +316,7 @@ static int score_here(vt_neartie *c, int of, vt_score_shape shape, int eager, in
     co.score_shape = shape;
     co.out = c->o.scores_out && into == SCORES ? c->o.scores_out : "prefix-scores.json";
     co.repetitions = 1;
+    co.progress = c->o.progress;
     co.package = c->o.package;
     co.package_root = c->o.package_root;
     co.lock = c->o.lock;

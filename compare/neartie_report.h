@@ -98,6 +98,7 @@ typedef struct vt_nt_opts {
     int32_t max_failed;        /* default 0 */
     vt_nt_guard_opts guard;
     int32_t top_gaps;          /* largest gaps listed, default 10 */
+    struct vt_progress *progress; /* --score-with: each scoring's prompts counted on it, or NULL */
     int32_t context;           /* tokens shown before each, default 4 */
 } vt_nt_opts;
 

@@ -7,6 +7,7 @@
  * archiving is refused ("changed while sealing"), as GNU tar warns. */
 #include "seal_internal.h"
 
+#include "../common/vt_progress.h"
 #include "../common/vt_publish.h"
 #include "../provenance/provenance.h"
 
@@ -78,6 +79,7 @@ int vt_seal_set_threads(vt_seal *s, int n, vt_error *err)
 
 void vt_seal_set_attestation(vt_seal *s, int on) { s->attestation = on; }
 void vt_seal_set_overwrite(vt_seal *s, int on) { s->overwrite = on; }
+void vt_seal_set_progress(vt_seal *s, struct vt_progress *p) { s->progress = p; }
 
 int vt_seal_set_seal_path(vt_seal *s, const char *path, vt_error *err)
 {
@@ -425,13 +427,16 @@ static int write_archive(int fd, void *ctx, vt_error *err)
         rc = la_fail(c, a, VT_SEAL_MANIFEST_NAME, err);
         goto out;
     }
+    vt_progress_start(c->s->progress, "members", (int64_t)c->n);
     for (size_t i = 0; i < c->n; i++) {
         const entry *e = &c->e[i];
         if ((rc = put_header(c, a, ae, e->path, e->is_dir, e->mode, (uint64_t)e->st.st_size, err)))
             goto out;
         if (!e->is_dir && (rc = put_file(c, a, e, err)))
             goto out;
+        vt_progress_add(c->s->progress, 1);
     }
+    vt_progress_end(c->s->progress);
     if (archive_write_close(a) != ARCHIVE_OK) {
         rc = la_fail(c, a, "closing", err);
         goto out;

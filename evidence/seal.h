@@ -71,6 +71,10 @@ int vt_seal_set_threads(vt_seal *s, int n, vt_error *err);
 void vt_seal_set_attestation(vt_seal *s, int on);
 /* create: replace existing outputs (with backup and rollback, vt_publish). */
 void vt_seal_set_overwrite(vt_seal *s, int on);
+/* Members written (create) or checked (verify, extract) counted on p
+ * (common/vt_progress.h); NULL: none. */
+struct vt_progress;
+void vt_seal_set_progress(vt_seal *s, struct vt_progress *p);
 /* verify/extract: the seal to check; NULL (default) is ARCHIVE.seal.json,
  * which verify requires and extract checks when it exists. */
 int vt_seal_set_seal_path(vt_seal *s, const char *path, vt_error *err);

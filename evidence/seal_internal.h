@@ -26,6 +26,7 @@ struct vt_seal {
     int level, threads, attestation, overwrite;
     char *seal_path;
     vt_seal_info info;
+    struct vt_progress *progress; /* members written or checked, or NULL */
 };
 
 int vt_seal_nthreads(const vt_seal *s);

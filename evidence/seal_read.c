@@ -19,6 +19,7 @@
 #include "seal_internal.h"
 
 #include "../common/vt_json.h"
+#include "../common/vt_progress.h"
 #include "../common/vt_publish.h"
 #include "../provenance/provenance.h"
 
@@ -487,7 +488,12 @@ static int read_archive(reader *r, vt_error *err)
         rc = r->entries == 1 ? read_manifest(r, a, is_dir, size, err) : read_member(r, a, ae, is_dir, size, err);
         if (rc)
             goto out;
+        if (r->entries == 1)
+            vt_progress_start(s->progress, "members", (int64_t)r->man.n);
+        else
+            vt_progress_add(s->progress, 1);
     }
+    vt_progress_end(s->progress);
     if (r->entries == 0) {
         rc = vt_error_set(err, VT_EINPUT, "%s: empty tar archive: expected %s first", A, VT_SEAL_MANIFEST_NAME);
         goto out;

@@ -1624,7 +1624,7 @@ static void repeat_with(float change, vt_run_results *res)
     int32_t prompt[2] = { 1, 2 };
     vt_prompt pr = { .id = "p", .tokens = prompt, .n_tokens = 2 };
     vt_prompt_set ps = { .items = &pr, .n = 1 };
-    vt_run_plan plan = { &ps, NULL, NULL, 2, 3, 0, VT_SHAPE_REPLAY };
+    vt_run_plan plan = { &ps, NULL, NULL, 2, 3, 0, VT_SHAPE_REPLAY, NULL };
     cr_assert_eq(vt_capture_repeat(r, &plan, NULL, NULL, res, &err), VT_OK, "%s", err.msg);
     vt_runner_close(r);
 }

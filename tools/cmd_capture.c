@@ -6,6 +6,7 @@
 
 #include "../capture/capture.h"
 #include "../common/vt_parse.h"
+#include "../common/vt_progress.h"
 #include "../common/vt_reasons.h"
 
 #include <stdio.h>
@@ -19,7 +20,7 @@ static const char usage_text[] =
     "                  [--logits-out F]\n"
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
     "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"
-    "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite]\n"
+    "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite] [--quiet]\n"
     "                  [runner options]\n"
     "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json\n"
     "                  [--score-shape replay|batched] [...]\n"
@@ -49,6 +50,7 @@ static const char usage_text[] =
     "with launcher, host or image, and command; otherwise it lists every reason, each with its\n"
     "rule, and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH if set) unless\n"
     "--no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
+    "On a terminal, stderr shows a progress line (runs done, rate, time left); --quiet: none.\n"
     "example: vt-capture --runner engine --model tiny-Q8_0.gguf --prompts prompts.jsonl \\\n"
     "             --model-manifest m.json --launcher-manifest l.json --repetitions 10 --strict --out engine.json\n"
     "\n";
@@ -64,7 +66,8 @@ int vt_cmd_capture(int argc, char **argv)
     vt_capture_opts o;
     vt_capture_opts_default(&o);
     const char *allow[32];
-    int overwrite = 0, timestamp = 1, shape_given = 0;
+    int overwrite = 0, timestamp = 1, shape_given = 0, quiet = 0;
+    vt_progress progress;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -82,6 +85,10 @@ int vt_cmd_capture(int argc, char **argv)
         }
         if (strcmp(a, "--no-timestamp") == 0) {
             timestamp = 0;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -157,6 +164,8 @@ int vt_cmd_capture(int argc, char **argv)
 
     vt_error err;
     vt_error_clear(&err);
+    vt_progress_init(&progress, "vt-capture", quiet);
+    o.progress = &progress;
     vt_capture *c = vt_capture_open(&o, &err);
     if (!c) {
         fprintf(stderr, "vt-capture: %s\n", err.msg);
@@ -166,6 +175,7 @@ int vt_cmd_capture(int argc, char **argv)
     int rc = vt_capture_check_outputs(c, overwrite, &err);
     if (rc == VT_OK)
         rc = vt_capture_run(c, &err);
+    vt_progress_end(&progress); /* a line left by an early return ends before any message */
     if (rc) {
         fprintf(stderr, "vt-capture: %s\n", err.msg);
         vt_capture_free(c);

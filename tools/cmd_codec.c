@@ -2,6 +2,7 @@
 #include "cmds.h"
 
 #include "../common/vt_parse.h"
+#include "../common/vt_progress.h"
 #include "../engine/codec.h"
 #include "../oracle/codec_check.h"
 #include "../oracle/ggml_codec.h"
@@ -14,12 +15,14 @@
 static const char usage_text[] =
     "usage: vt codec list\n"
     "       vt codec check [--types all|T1,T2,...] [--rows N] [--cols N] [--seed S] [--threads N] [--ggml-lib DIR]\n"
+    "                      [--quiet]\n"
     "\n"
     "check: quantizes random rows (normal, uniform, heavy outliers, all-equal, all-zero)\n"
     "with ggml's own quantizer (the IQ types with an importance matrix), decodes them\n"
     "with ggml's to_float and with vt, and compares F32 and BF16 outputs bit for bit.\n"
     "Defaults: --types all --rows 4096 --cols 512 --seed 1 --threads <cores>.\n"
-    "Results do not depend on --threads. Exit 1 if any type differs.\n"
+    "Results do not depend on --threads. Exit 1 if any type differs. On a terminal, stderr\n"
+    "shows a progress line (types checked, rate, time left); --quiet: none.\n"
     "example: vt codec check --types Q8_0,Q4_K,IQ2_XXS --rows 1024\n";
 
 static int cmd_list(void)
@@ -76,12 +79,14 @@ static int select_types(const char *list, const vt_codec **sel, int *n_sel)
 typedef struct report_ctx {
     const vt_codec *const *sel;
     int passed, failed;
+    vt_progress *progress;
 } report_ctx;
 
 static void report_type(int i, const vt_codec_check_result *r, void *arg)
 {
     report_ctx *ctx = arg;
     int ok = vt_codec_check_passed(r);
+    vt_progress_hide(ctx->progress); /* the row goes to the same terminal */
     printf("%-8s %8lld %14lld %15lld %12.6g %s", ctx->sel[i]->name, (long long)r->rows,
            (long long)r->f32_identical, (long long)r->bf16_identical, r->max_abs_diff, ok ? "ok" : "FAIL");
     if (!ok)
@@ -90,6 +95,7 @@ static void report_type(int i, const vt_codec_check_result *r, void *arg)
     printf("\n");
     fflush(stdout);
     ok ? ctx->passed++ : ctx->failed++;
+    vt_progress_add(ctx->progress, 1);
 }
 
 static int cmd_check(int argc, char **argv)
@@ -97,12 +103,17 @@ static int cmd_check(int argc, char **argv)
     const char *types = "all", *libdir = NULL;
     int64_t rows = 4096, cols = 512, n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     uint64_t seed = 1;
+    int quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+            continue;
         }
         if (!v) {
             fprintf(stderr, "vt codec check: %s: expected an option with a value\n", a);
@@ -155,8 +166,13 @@ static int cmd_check(int argc, char **argv)
     printf("%-8s %8s %14s %15s %12s\n", "type", "rows", "f32-identical", "bf16-identical", "max|diff|");
     fflush(stdout);
     vt_codec_check_result results[VT_TYPE_COUNT];
-    report_ctx ctx = { sel, 0, 0 };
-    if (vt_codec_check_many(g, sel, n_sel, rows, cols, seed, (int)n_threads, results, report_type, &ctx, &err)) {
+    vt_progress progress;
+    vt_progress_init(&progress, "vt codec check", quiet);
+    vt_progress_start(&progress, "types", n_sel);
+    report_ctx ctx = { sel, 0, 0, &progress };
+    int crc = vt_codec_check_many(g, sel, n_sel, rows, cols, seed, (int)n_threads, results, report_type, &ctx, &err);
+    vt_progress_end(&progress);
+    if (crc) {
         fprintf(stderr, "%s\n", err.msg);
         vt_ggml_free(g);
         return err.code;

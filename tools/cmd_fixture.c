@@ -2,6 +2,7 @@
 #include "cmds.h"
 
 #include "../common/vt_parse.h"
+#include "../common/vt_progress.h"
 #include "../engine/codec.h"
 #include "../fixtures/fixture.h"
 
@@ -12,10 +13,10 @@ static const char usage_text[] =
     "usage: vt fixture make --preset codecs [--rows N] [--cols N] [--seed S] -o OUT.gguf\n"
     "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE|Q4_K_M]\n"
     "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
-    "                       [--threads N] -o OUT.gguf\n"
+    "                       [--threads N] [--quiet] -o OUT.gguf\n"
     "       vt fixture make --arch qwen35 --preset tiny|bench-0.8b [--weights TYPE|Q4_K_M]\n"
     "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
-    "                       [--threads N] -o OUT.gguf\n"
+    "                       [--threads N] [--quiet] -o OUT.gguf\n"
     "\n"
     "codecs: one tensor per codec, random rows quantized by ggml's own quantizer,\n"
     "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n"
@@ -47,6 +48,7 @@ static const char usage_text[] =
     "              8/2 heads of 256, delta-net 16 key / 16 value heads of 128, full\n"
     "              vocabulary, head tied to the embedding\n"
     "\n"
+    "On a terminal, stderr shows a progress line (tensors written, rate); --quiet: none.\n"
     "--tied / --untied override the preset's choice of output head. TYPE is any\n"
     "codec with a decoder in 'vt codec list' (F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS...)\n"
     "except Q8_K, an activation-only type llama.cpp cannot multiply.\n"
@@ -75,6 +77,7 @@ int vt_cmd_fixture(int argc, char **argv)
     const char *preset = NULL, *out = NULL, *arch = NULL, *weights = NULL, *vocab = NULL;
     int64_t rows = 8, cols = 512, threads = 0, outliers = 0;
     int tied = -1; /* -1: the preset's choice */
+    int quiet = 0;
     int rows_set = 0, cols_set = 0, threads_set = 0, outliers_set = 0;
     uint64_t seed = 1;
     for (int i = 2; i < argc; i++) {
@@ -82,6 +85,10 @@ int vt_cmd_fixture(int argc, char **argv)
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+            continue;
         }
         if (strcmp(a, "--tied") == 0 || strcmp(a, "--untied") == 0) {
             int want = strcmp(a, "--tied") == 0;
@@ -185,6 +192,9 @@ int vt_cmd_fixture(int argc, char **argv)
     o3.seed = o35.seed = seed;
     o3.vocab_path = o35.vocab_path = vocab;
     o3.n_threads = o35.n_threads = (int)threads;
+    vt_progress progress;
+    vt_progress_init(&progress, "vt fixture make", quiet);
+    o3.progress = o35.progress = &progress;
 
     vt_ggml *g = vt_ggml_open(NULL, &err);
     if (!g || (qwen35 ? vt_fixture_make_qwen35(g, &o35, out, &err) : vt_fixture_make_qwen3(g, &o3, out, &err))) {

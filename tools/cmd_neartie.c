@@ -5,6 +5,7 @@
 
 #include "../capture/capture.h"
 #include "../common/vt_parse.h"
+#include "../common/vt_progress.h"
 #include "../common/vt_reasons.h"
 #include "../compare/neartie_report.h"
 
@@ -20,7 +21,7 @@ static const char usage_text[] =
     "                   [--scores-out S.json] [--package PKG.tgz [--package-root DIR] [--lock L]])\n"
     "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--intoto ST.json] [--overwrite]\n"
     "                  [--require-strict N] [--max-failed N] [--allow-diff FIELD]...\n"
-    "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N] [--allow-unverified]\n"
+    "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N] [--allow-unverified] [--quiet]\n"
     "\n"
     "Scores the local capture's repeat-0 token streams against the oracle capture's under the\n"
     "near-tie rule. The oracle's actual-prefix scores (the oracle teacher-forced on the local\n"
@@ -64,6 +65,7 @@ static const char usage_text[] =
     "published together.\n"
     "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
     "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n"
+    "On a terminal, --score-with shows a progress line on stderr; --quiet: none.\n"
     "example: vt-neartie --local engine.json --oracle oracle.json --prefix-scores prefix.json \\\n"
     "             --out report.json --junit report.xml --intoto report.intoto.json --require-strict 16\n";
 
@@ -78,6 +80,7 @@ int vt_cmd_neartie(int argc, char **argv)
     vt_nt_opts o;
     vt_nt_opts_default(&o);
     const char *allow[64];
+    int quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -90,6 +93,10 @@ int vt_cmd_neartie(int argc, char **argv)
         }
         if (strcmp(a, "--allow-unverified") == 0) {
             o.guard.allow_unverified = 1;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -164,6 +171,9 @@ int vt_cmd_neartie(int argc, char **argv)
 
     vt_error err;
     vt_error_clear(&err);
+    vt_progress progress;
+    vt_progress_init(&progress, "vt-neartie scoring", quiet);
+    o.progress = &progress;
     vt_neartie *c = vt_nt_open(&o, &err);
     if (!c) {
         fprintf(stderr, "vt-neartie: %s\n", err.msg);
@@ -181,6 +191,7 @@ int vt_cmd_neartie(int argc, char **argv)
         return 2;
     }
     rc = vt_nt_compare(c, &err);
+    vt_progress_end(&progress);
     if (rc == VT_OK)
         rc = vt_nt_publish(c, &err);
     if (rc) {

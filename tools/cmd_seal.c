@@ -2,6 +2,7 @@
 #include "cmds.h"
 
 #include "../common/vt_parse.h"
+#include "../common/vt_progress.h"
 #include "../evidence/seal.h"
 
 #include <stdio.h>
@@ -9,9 +10,9 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: vt-seal create DIR -o X.tar.gz [--attestation] [--level 1-9] [--threads N] [--overwrite]\n"
-    "       vt-seal verify X.tar.gz [--seal S] [--threads N] [LIMITS]\n"
-    "       vt-seal extract X.tar.gz -C DIR [--seal S] [--threads N] [LIMITS]\n"
+    "usage: vt-seal create DIR -o X.tar.gz [--attestation] [--level 1-9] [--threads N] [--overwrite] [--quiet]\n"
+    "       vt-seal verify X.tar.gz [--seal S] [--threads N] [LIMITS] [--quiet]\n"
+    "       vt-seal extract X.tar.gz -C DIR [--seal S] [--threads N] [LIMITS] [--quiet]\n"
     "\n"
     "create   deterministic archive of DIR (regular files and directories only):\n"
     "         manifest.json first, members sorted by name, mtime 0, owner 0, modes\n"
@@ -27,6 +28,7 @@ static const char usage_text[] =
     "LIMITS   --max-entries N (default 1000000)  --max-total-size BYTES[K|M|G|T]\n"
     "         (uncompressed tar stream, default 64G)  --max-ratio R (default 250)\n"
     "--threads N: 0 (default) one per CPU; the archive bytes do not depend on it.\n"
+    "On a terminal, stderr shows a progress line (members, rate, time left); --quiet: none.\n"
     "Exit codes: 0 ok, 1 the archive differs from its manifest or seal, 2 bad usage,\n"
     "unreadable, malformed or refused input.\n"
     "example: vt-seal create evidence -o evidence.tar.gz --attestation && vt-seal verify evidence.tar.gz\n";
@@ -82,7 +84,8 @@ int vt_cmd_seal(int argc, char **argv)
     vt_error err;
     vt_error_clear(&err);
     const char *input = NULL, *output = NULL;
-    int rc = 0;
+    int rc = 0, quiet = 0;
+    vt_progress progress;
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -96,6 +99,10 @@ int vt_cmd_seal(int argc, char **argv)
         }
         if (strcmp(a, "--overwrite") == 0 && op == 'c') {
             vt_seal_set_overwrite(s, 1);
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
             continue;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -145,9 +152,12 @@ int vt_cmd_seal(int argc, char **argv)
         return rc;
     }
     vt_seal_set_limits(s, &lim, &err);
+    vt_progress_init(&progress, op == 'c' ? "vt-seal create" : op == 'v' ? "vt-seal verify" : "vt-seal extract", quiet);
+    vt_seal_set_progress(s, &progress);
     int r = op == 'c' ? vt_seal_create(s, input, output, &err)
           : op == 'v' ? vt_seal_verify(s, input, &err)
                       : vt_seal_extract(s, input, output, &err);
+    vt_progress_end(&progress); /* a line left by an early return ends before any message */
     if (r != VT_OK) {
         fprintf(stderr, "vt-seal %s: %s\n", cmd, err.msg);
         vt_seal_free(s);
