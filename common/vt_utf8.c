@@ -86,3 +86,13 @@ char *vt_utf8_hex(const char *s, size_t n)
         out[2 * n] = '\0';
     return out;
 }
+
+void vt_ascii_line(char *buf, size_t cap, const char *s)
+{
+    if (cap == 0)
+        return;
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < cap; i++)
+        buf[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
+    buf[i] = 0;
+}

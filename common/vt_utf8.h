@@ -22,6 +22,11 @@ int vt_utf8_valid(const char *s, size_t n);
  * was replaced (the caller then keeps the exact bytes beside it). */
 char *vt_utf8_text(const char *s, size_t n, int *changed);
 
+/* s (NULL: empty) as one line of printable ASCII in buf[0..cap), every
+ * other byte '?', cut to fit: for what another program says (a plugin's
+ * message, a server's field) inside vt's one-line messages. */
+void vt_ascii_line(char *buf, size_t cap, const char *s);
+
 /* The bytes s[0..n) in lower-case hex, NUL-terminated, malloc'd. */
 char *vt_utf8_hex(const char *s, size_t n);
 

@@ -11,6 +11,8 @@
 #include "tokenizer.h"
 #include "vt_plugin.h"
 
+#include "../common/vt_utf8.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -30,14 +32,6 @@ typedef struct plugin {
     char version[128], backend[64], device[256], detail[1024];
 } plugin;
 
-/* A string the plugin gave, made one printable ASCII line in buf. */
-static void copy_line(char *buf, size_t cap, const char *s)
-{
-    size_t i = 0;
-    for (; s && s[i] && i + 1 < cap; i++)
-        buf[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
-    buf[i] = 0;
-}
 
 /* The plugin's own message for a failed entry (msg[0..cap), which it may
  * have left unterminated), as one line. */
@@ -45,7 +39,7 @@ static int plugin_failed(const plugin *P, const char *entry, char *msg, size_t c
 {
     char line[512];
     msg[cap - 1] = 0;
-    copy_line(line, sizeof line, *msg ? msg : "failed, with no message");
+    vt_ascii_line(line, sizeof line, *msg ? msg : "failed, with no message");
     return vt_error_set(err, VT_EINPUT, "%s: %s: %s", P->path, entry, line);
 }
 
@@ -140,12 +134,12 @@ static int plugin_open(const vt_runner_settings *s, void **state, vt_error *err)
     }
     vt_plugin_identity id = { 0 };
     P->t->identity(P->st, &id);
-    copy_line(P->version, sizeof P->version, id.version);
-    copy_line(P->backend, sizeof P->backend, id.backend);
-    copy_line(P->device, sizeof P->device, id.device);
+    vt_ascii_line(P->version, sizeof P->version, id.version);
+    vt_ascii_line(P->backend, sizeof P->backend, id.backend);
+    vt_ascii_line(P->device, sizeof P->device, id.device);
     char name[128], detail[640];
-    copy_line(name, sizeof name, P->t->name);
-    copy_line(detail, sizeof detail, id.detail);
+    vt_ascii_line(name, sizeof name, P->t->name);
+    vt_ascii_line(detail, sizeof detail, id.detail);
     snprintf(P->detail, sizeof P->detail, "plugin %s, sha256 %s, %llu bytes%s%s", name, P->sha.hex, size,
              *detail ? "; " : "", detail);
     *state = P;

@@ -20,6 +20,7 @@
  * not the expected JSON, fewer log-probs than asked) marks the runner
  * broken: a capture then stops with exit 2 and publishes nothing, rather
  * than record the server's failure as the model's. */
+#include "../common/vt_utf8.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 
@@ -168,14 +169,6 @@ static const char *str_of(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* One printable ASCII line of s into buf. */
-static void copy_line(char *buf, size_t cap, const char *s)
-{
-    size_t i = 0;
-    for (; s && s[i] && i + 1 < cap; i++)
-        buf[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
-    buf[i] = 0;
-}
 
 static const char *base_name(const char *p)
 {
@@ -212,7 +205,7 @@ static int server_identity(oai *S, const vt_runner_settings *s, vt_error *err)
         else if (!s->served_model && n != 1)
             rc = failed(S, err, "%s/v1/models: %d models served: expected one, or --served-model NAME", S->endpoint, n);
         else
-            copy_line(S->model, sizeof S->model, pick);
+            vt_ascii_line(S->model, sizeof S->model, pick);
     }
     if (rc == VT_OK)
         rc = get_json(S, "/props", &props, err);
@@ -220,16 +213,16 @@ static int server_identity(oai *S, const vt_runner_settings *s, vt_error *err)
         rc = get_json(S, "/version", &version, err);
     char build[256] = "", path[512] = "";
     if (rc == VT_OK && props) {
-        copy_line(build, sizeof build, str_of(props, "build_info"));
-        copy_line(path, sizeof path, str_of(props, "model_path"));
+        vt_ascii_line(build, sizeof build, str_of(props, "build_info"));
+        vt_ascii_line(path, sizeof path, str_of(props, "model_path"));
         if (*path && strcmp(base_name(path), base_name(s->model_path)) != 0)
             rc = failed(S, err, "%s/props: field model_path: '%s': expected the file --model names (%s): the server "
                         "serves another model", S->endpoint, path, base_name(s->model_path));
     }
     if (rc == VT_OK && version && !*build)
-        copy_line(build, sizeof build, str_of(version, "version"));
+        vt_ascii_line(build, sizeof build, str_of(version, "version"));
     if (rc == VT_OK) {
-        copy_line(S->version, sizeof S->version, *build ? build : "unknown");
+        vt_ascii_line(S->version, sizeof S->version, *build ? build : "unknown");
         snprintf(S->detail, sizeof S->detail,
                  "served model '%s'%s%s; model file %s attested by the operator (--model), not verified; "
                  "/v1/completions, token ids, one request per position, max_tokens 1, temperature 0, top %d raw "
@@ -388,7 +381,7 @@ static int build_request(oai *S, int32_t n, vt_error *err)
     }
     char *p = S->req;
     p += sprintf(p, "{\"model\":\"");
-    for (const char *m = S->model; *m; m++) /* copy_line left printable ASCII: only " and \ need escapes */
+    for (const char *m = S->model; *m; m++) /* vt_ascii_line left printable ASCII: only " and \ need escapes */
         p += sprintf(p, *m == '"' || *m == '\\' ? "\\%c" : "%c", *m);
     p += sprintf(p, "\",\"prompt\":[");
     for (int32_t i = 0; i < n; i++)
