@@ -161,7 +161,7 @@ void vt_kld_acc_free(vt_kld_acc *a)
 }
 
 int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32_t *comparable, vt_nt_metrics *m,
-                          vt_error *err)
+                          double *kl_at, vt_error *err)
 {
     memset(m, 0, sizeof *m);
     m->kld_max_prompt = m->kld_max_position = -1;
@@ -202,9 +202,12 @@ int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32
             continue;
         prompts++;
         const int32_t *tok_o = oracle->tokens + oracle->off[p];
-        for (int32_t i = 0; rc == VT_OK && i < comparable[p]; i++)
+        for (int32_t i = 0; rc == VT_OK && i < comparable[p]; i++) {
             if (vt_kld_acc_add(&acc, fl + (size_t)i * nv, fo + (size_t)i * nv, tok_o[i], p, i) != 0)
                 rc = vt_error_set(err, VT_EINPUT, "metrics: out of memory");
+            else if (kl_at)
+                kl_at[local->off[p] + i] = acc.kl[acc.n - 1]; /* before finish sorts them */
+        }
     }
     if (rc == VT_OK)
         rc = check_side(local, lpath, rl, err);

@@ -35,13 +35,15 @@ typedef struct vt_nt_metrics {
     char local_file[4096], oracle_file[4096]; /* the side files read */
 } vt_nt_metrics;
 
-/* comparable[p]: positions of prompt p with identical prefixes. The side
+/* comparable[p]: positions of prompt p with identical prefixes. kl_at
+ * (NULL, or local->n_positions values): each compared position's KL at
+ * local->off[p] + i, the others left as they were. The side
  * files are the ones the reader resolved and checked (vt_doc.logits_path);
  * a capture without one makes the metrics unavailable (reason set, VT_OK);
  * a side file whose size or SHA-256 is not what its capture records, or
  * whose frames do not match its runs, is VT_EINPUT. */
 int vt_nt_metrics_compute(const vt_doc *local, const vt_doc *oracle, const int32_t *comparable, vt_nt_metrics *m,
-                          vt_error *err);
+                          double *kl_at, vt_error *err);
 
 /* The same metrics accumulated row by row (vt_nt_metrics_compute and vt
  * kld use it): add each position's local and oracle logits and the token

@@ -84,4 +84,22 @@ static inline double vt_nt_gap_mnats(double logp_argmax, double logp_local)
 
 void vt_nt_score_prompt(const vt_nt_prompt_input *in, double threshold_mnats, vt_nt_prompt_result *out);
 
+/* One position under the same rule (vt_nt_score_prompt counts these). */
+typedef enum vt_position_class {
+    VT_POS_ZERO = 0,         /* gap 0, within the threshold in every other shape */
+    VT_POS_NEAR_TIE = 1,     /* gap > 0, within the threshold in every shape */
+    VT_POS_WITHIN_NOISE = 2, /* above in some shape, within in another */
+    VT_POS_BEYOND_NOISE = 3  /* above in every shape scored (bound positions count above) */
+} vt_position_class;
+
+typedef struct vt_nt_position {
+    double gap_mnats;        /* the first shape's */
+    double gap_other_mnats[2]; /* the second and third shape's (0 where not scored) */
+    int bound;               /* the first shape's gap is a lower bound */
+    int above, shapes, n_above; /* above in the first shape; shapes scored; in how many above */
+    vt_position_class cls;
+} vt_nt_position;
+
+void vt_nt_score_position(const vt_nt_prompt_input *in, int32_t i, double threshold_mnats, vt_nt_position *out);
+
 #endif

@@ -1,5 +1,6 @@
 /* vt-neartie's library: inputs, guards, scoring, outputs (neartie_report.h). */
 #include "neartie_report.h"
+#include "neartie_internal.h"
 
 #include "kld.h"
 #include "neartie.h"
@@ -30,12 +31,8 @@
 #endif
 
 #define REPORT_SCHEMA "vt.neartie-report/4"
-/* The inputs: both captures, the oracle's scores of the local streams (the
- * first shape: replay where there is one), the same in its other shapes
- * (SCORES_B, SCORES_C, optional; in the order replay, batched, eager), and
- * the oracle's scores of its own streams (SELF: its noise floor, measured
- * only with score_with). */
-enum { LOCAL = 0, ORACLE = 1, SCORES = 2, SCORES_B = 3, SCORES_C = 4, SELF = 5, N_DOCS = 6 };
+
+static const cJSON *jget(const cJSON *root, const char *a, const char *b, const char *k);
 
 static const char noise_rule[] =
     "the oracle scores the local stream in up to three shapes (replay: as generation ran; batched: as a "
@@ -44,59 +41,15 @@ static const char noise_rule[] =
     "it; the gate counts prompts with a position beyond the noise as failed. The oracle's gaps on its own "
     "stream are its noise floor, reported and never used to excuse a gap";
 
-/* A scoring's shape as the noise rule names it: eager mode evaluates one
- * token at a time in either shape, so it is one shape of its own. */
-enum { KIND_REPLAY = 0, KIND_BATCHED = 1, KIND_EAGER = 2 };
-static const char *const kind_names[] = { "replay", "batched", "eager" };
+const char *const vt_nt_kind_names[3] = { "replay", "batched", "eager" };
 
-static const cJSON *jget(const cJSON *root, const char *a, const char *b, const char *k);
-
-static int scoring_kind(const vt_doc *d)
+int vt_nt_scoring_kind(const vt_doc *d)
 {
     const cJSON *m = jget(d->meta, "settings", "resolved", "mode");
     if (cJSON_IsString(m) && strcmp(m->valuestring, "eager") == 0)
         return KIND_EAGER;
     return d->shape == VT_SHAPE_REPLAY ? KIND_REPLAY : KIND_BATCHED;
 }
-
-typedef struct gap_entry {
-    double gap;
-    int32_t prompt, position;
-} gap_entry;
-
-struct vt_neartie {
-    vt_nt_opts o;
-    vt_doc doc[N_DOCS];
-    int have[N_DOCS];  /* which were read */
-    char *text[N_DOCS]; /* score_with: the computed scores' bytes */
-    size_t text_len[N_DOCS];
-    const char *file[N_DOCS]; /* the scores' files as given (the report names them), or NULL */
-    vt_reasons refusals;
-    vt_reasons unverified; /* --allow-unverified: the strict rules the captures do not pass */
-    cJSON *allowed;    /* what the guards recorded */
-    unsigned long json_failures; /* vt_json_alloc_failures() when opened */
-    int guarded;
-    /* token text */
-    vt_tokenizer *tok;
-    char tok_file[1024];
-    vt_sha256_hex tok_sha;
-    char tok_note[1600];
-    /* results */
-    const char **ids; /* each prompt's id (a cJSON array is a list: no walk per use) */
-    vt_nt_prompt_result *res;
-    int32_t *positions, *comparable;
-    double *margin; /* per prompt: local's and oracle's margin at the first divergence (NAN: unknown) */
-    double *floor_gap; /* per prompt: the oracle's largest gap on its own stream (SELF), or NAN */
-    int32_t *floor_pos;
-    gap_entry *top;
-    int32_t n_top;
-    vt_nt_metrics metrics;
-    vt_nt_totals totals;
-    char *gate_reasons[2];
-    int n_gate_reasons;
-    char *table, *report, *junit, *intoto;
-    size_t report_len, junit_len, intoto_len;
-};
 
 /* ------------------------------------------------------------ strings */
 
@@ -134,7 +87,7 @@ static void display(const char *s, size_t n, char *out, size_t cap)
 }
 
 /* A token's bytes (raw, n), or 0 without a vocabulary. */
-static int tok_bytes(vt_neartie *c, int32_t id, char *raw, size_t cap, size_t *n)
+int vt_nt_tok_bytes(vt_neartie *c, int32_t id, char *raw, size_t cap, size_t *n)
 {
     if (!c->tok)
         return 0;
@@ -148,7 +101,7 @@ static int tok_text(vt_neartie *c, int32_t id, char *out, size_t cap)
 {
     char raw[256];
     size_t n = 0;
-    if (!tok_bytes(c, id, raw, sizeof raw, &n))
+    if (!vt_nt_tok_bytes(c, id, raw, sizeof raw, &n))
         return 0;
     display(raw, n, out, cap);
     return 1;
@@ -173,7 +126,7 @@ static cJSON *tok_json(vt_neartie *c, int32_t id)
     cJSON_AddNumberToObject(o, "id", id);
     char raw[256];
     size_t n = 0;
-    if (tok_bytes(c, id, raw, sizeof raw, &n))
+    if (vt_nt_tok_bytes(c, id, raw, sizeof raw, &n))
         vt_json_add_bytes(o, "text", raw, n);
     return o;
 }
@@ -269,13 +222,13 @@ vt_neartie *vt_nt_open(const vt_nt_opts *o, vt_error *err)
      * first is the one whose gaps are shown. */
     for (int i = SCORES; i < n; i++)
         for (int k = i + 1; k < n; k++) {
-            if (scoring_kind(&c->doc[i]) == scoring_kind(&c->doc[k])) {
+            if (vt_nt_scoring_kind(&c->doc[i]) == vt_nt_scoring_kind(&c->doc[k])) {
                 vt_error_set(err, VT_EINPUT, "%s, %s: both scored in shape %s: expected each of replay, batched "
-                             "and eager at most once", c->file[i], c->file[k], kind_names[scoring_kind(&c->doc[i])]);
+                             "and eager at most once", c->file[i], c->file[k], vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[i])]);
                 vt_nt_free(c);
                 return NULL;
             }
-            if (scoring_kind(&c->doc[k]) < scoring_kind(&c->doc[i])) {
+            if (vt_nt_scoring_kind(&c->doc[k]) < vt_nt_scoring_kind(&c->doc[i])) {
                 vt_doc t = c->doc[i];
                 const char *f = c->file[i];
                 c->doc[i] = c->doc[k];
@@ -533,7 +486,7 @@ static int build_report(vt_neartie *c, vt_error *err)
     cJSON *ps = cJSON_GetObjectItemCaseSensitive(r, "prefix_scores");
     cJSON_AddStringToObject(ps, "scored_by", c->o.score_with ? by : "file");
     cJSON_AddStringToObject(ps, "shape", vt_score_shape_name(S->shape));
-    cJSON_AddStringToObject(ps, "noise_shape", kind_names[scoring_kind(S)]);
+    cJSON_AddStringToObject(ps, "noise_shape", vt_nt_kind_names[vt_nt_scoring_kind(S)]);
     cJSON *noise = cJSON_AddObjectToObject(r, "noise");
     cJSON_AddStringToObject(noise, "rule", noise_rule);
     cJSON_AddBoolToObject(noise, "available", c->have[SCORES_B]);
@@ -550,7 +503,7 @@ static int build_report(vt_neartie *c, vt_error *err)
         cJSON *ss = cJSON_GetObjectItemCaseSensitive(noise, other_key[k - SCORES_B]);
         cJSON_AddStringToObject(ss, "scored_by", c->o.score_with ? by : "file"); /* a file's values are as honest as its maker */
         cJSON_AddStringToObject(ss, "shape", vt_score_shape_name(c->doc[k].shape));
-        cJSON_AddStringToObject(ss, "noise_shape", kind_names[scoring_kind(&c->doc[k])]);
+        cJSON_AddStringToObject(ss, "noise_shape", vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[k])]);
     }
     if (c->have[SELF]) {
         cJSON *fl = cJSON_AddObjectToObject(noise, "floor");
@@ -617,10 +570,10 @@ static int build_report(vt_neartie *c, vt_error *err)
         if (S->bound) /* scores told only a top k (vt.prefix-scores/4) */
             cJSON_AddNumberToObject(e, "bound_gaps", x->bound_gaps);
         cJSON *bys = cJSON_AddObjectToObject(e, "max_gap_by_shape_mnats"); /* every shape scored */
-        cJSON_AddNumberToObject(bys, kind_names[scoring_kind(S)], x->max_gap_mnats);
+        cJSON_AddNumberToObject(bys, vt_nt_kind_names[vt_nt_scoring_kind(S)], x->max_gap_mnats);
         for (int k = SCORES_B; k <= SCORES_C; k++)
             if (c->have[k])
-                cJSON_AddNumberToObject(bys, kind_names[scoring_kind(&c->doc[k])],
+                cJSON_AddNumberToObject(bys, vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[k])],
                                         x->max_gap_other_mnats[k - SCORES_B]);
         if (isnan(c->floor_gap[p])) {
             cJSON_AddNullToObject(e, "noise_floor_mnats");
@@ -656,7 +609,7 @@ static int build_report(vt_neartie *c, vt_error *err)
         if (!c->have[k])
             continue;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "shape", kind_names[scoring_kind(&c->doc[k])]);
+        cJSON_AddStringToObject(e, "shape", vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[k])]);
         cJSON_AddNumberToObject(e, "above_gaps", (double)(k == SCORES ? t->above_gaps : t->above_other[k - SCORES_B]));
         cJSON_AddNumberToObject(e, "max_gap_mnats", k == SCORES ? t->max_gap_mnats : t->max_other_mnats[k - SCORES_B]);
         cJSON_AddItemToArray(tsh, e);
@@ -729,6 +682,11 @@ static int build_report(vt_neartie *c, vt_error *err)
     int rc = vt_json_make_text(r) == 0 && vt_json_alloc_failures() == c->json_failures
                  ? vt_canonical_seal(r, &seal, &c->report, &c->report_len, err)
                  : vt_error_set(err, VT_EINPUT, "report: out of memory");
+    /* The HTML page shows the report as sealed (the seal is its last member). */
+    if (rc == VT_OK && c->o.html) {
+        c->report_tree = r;
+        return VT_OK;
+    }
     cJSON_Delete(r);
     return rc;
 }
@@ -835,9 +793,9 @@ static int build_junit(vt_neartie *c, vt_error *err)
                                { "scorer_disagreements", dis },
                                { "scores_shape", vt_score_shape_name(c->doc[SCORES].shape) },
                                { "noise_second_shape",
-                                 c->have[SCORES_B] ? kind_names[scoring_kind(&c->doc[SCORES_B])] : "none" },
+                                 c->have[SCORES_B] ? vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[SCORES_B])] : "none" },
                                { "noise_third_shape",
-                                 c->have[SCORES_C] ? kind_names[scoring_kind(&c->doc[SCORES_C])] : "none" },
+                                 c->have[SCORES_C] ? vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[SCORES_C])] : "none" },
                                { "within_noise_prompts", wn },
                                { "noise_floor_max_mnats", fl } };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
@@ -999,7 +957,7 @@ static int build_table(vt_neartie *c, vt_error *err)
         w = n > w ? (n > 32 ? 32 : n) : w;
     }
     char scores[900];
-    const char *shape = kind_names[scoring_kind(&c->doc[SCORES])];
+    const char *shape = vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[SCORES])];
     if (c->file[SCORES])
         snprintf(scores, sizeof scores, "prefix scores %.600s (%s)", c->file[SCORES], shape);
     else
@@ -1029,12 +987,12 @@ static int build_table(vt_neartie *c, vt_error *err)
     if (c->have[SCORES_B]) {
         vt_sbuf_printf(&b, "oracle's noise: the local streams also scored %s%s%s: %lld positions within the oracle's "
                        "noise (above the threshold in some shape, within it in another), %lld beyond (above in every "
-                       "shape); above the threshold per shape:", kind_names[scoring_kind(&c->doc[SCORES_B])],
-                       c->have[SCORES_C] ? " and " : "", c->have[SCORES_C] ? kind_names[scoring_kind(&c->doc[SCORES_C])] : "",
+                       "shape); above the threshold per shape:", vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[SCORES_B])],
+                       c->have[SCORES_C] ? " and " : "", c->have[SCORES_C] ? vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[SCORES_C])] : "",
                        (long long)t->within_noise_gaps, (long long)t->beyond_noise_gaps);
         for (int k = SCORES; k <= SCORES_C; k++)
             if (c->have[k])
-                vt_sbuf_printf(&b, "%s %s %lld (max gap %.3f)", k == SCORES ? "" : ",", kind_names[scoring_kind(&c->doc[k])],
+                vt_sbuf_printf(&b, "%s %s %lld (max gap %.3f)", k == SCORES ? "" : ",", vt_nt_kind_names[vt_nt_scoring_kind(&c->doc[k])],
                                (long long)(k == SCORES ? t->above_gaps : t->above_other[k - SCORES_B]),
                                k == SCORES ? t->max_gap_mnats : t->max_other_mnats[k - SCORES_B]);
         vt_sbuf_puts(&b, "\n");
@@ -1141,6 +1099,27 @@ static int build_table(vt_neartie *c, vt_error *err)
 }
 
 /* Keeps the n_top largest gaps, largest first (ties: the earlier stays). */
+void vt_nt_prompt_input_of(const vt_neartie *c, int32_t p, vt_nt_prompt_input *in)
+{
+    const vt_doc *L = &c->doc[LOCAL], *O = &c->doc[ORACLE], *S = &c->doc[SCORES];
+    int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
+    *in = (vt_nt_prompt_input){ n, L->tokens + L->off[p], O->tokens + O->off[p], S->logprobs + S->off[p],
+                                S->argmax_logprobs + S->off[p], NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+    in->bound = S->bound ? S->bound + S->off[p] : NULL;
+    if (c->have[SCORES_B]) {
+        const vt_doc *B = &c->doc[SCORES_B];
+        in->logp_local_b = B->logprobs + B->off[p];
+        in->logp_argmax_b = B->argmax_logprobs + B->off[p];
+        in->bound_b = B->bound ? B->bound + B->off[p] : NULL;
+    }
+    if (c->have[SCORES_C]) {
+        const vt_doc *C = &c->doc[SCORES_C];
+        in->logp_local_c = C->logprobs + C->off[p];
+        in->logp_argmax_c = C->argmax_logprobs + C->off[p];
+        in->bound_c = C->bound ? C->bound + C->off[p] : NULL;
+    }
+}
+
 static void top_insert(vt_neartie *c, double gap, int32_t p, int32_t i)
 {
     int32_t cap = c->o.top_gaps;
@@ -1181,23 +1160,10 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
     for (int32_t p = 0; p < P; p++) {
         /* Streams of different lengths (--allow-diff max_tokens) are compared
          * over the shorter; the scores cover the local stream exactly. */
-        int32_t n = L->n[p] < O->n[p] ? L->n[p] : O->n[p];
-        const int32_t *lt = L->tokens + L->off[p], *ot = O->tokens + O->off[p];
-        const double *lp = S->logprobs + S->off[p], *ap = S->argmax_logprobs + S->off[p];
-        vt_nt_prompt_input in = { n, lt, ot, lp, ap, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
-        in.bound = S->bound ? S->bound + S->off[p] : NULL;
-        if (c->have[SCORES_B]) {
-            const vt_doc *B = &c->doc[SCORES_B];
-            in.logp_local_b = B->logprobs + B->off[p];
-            in.logp_argmax_b = B->argmax_logprobs + B->off[p];
-            in.bound_b = B->bound ? B->bound + B->off[p] : NULL;
-        }
-        if (c->have[SCORES_C]) {
-            const vt_doc *C = &c->doc[SCORES_C];
-            in.logp_local_c = C->logprobs + C->off[p];
-            in.logp_argmax_c = C->argmax_logprobs + C->off[p];
-            in.bound_c = C->bound ? C->bound + C->off[p] : NULL;
-        }
+        vt_nt_prompt_input in;
+        vt_nt_prompt_input_of(c, p, &in);
+        const int32_t n = in.n, *ot = in.oracle_tokens;
+        const double *lp = in.logp_local, *ap = in.logp_argmax;
         vt_nt_score_prompt(&in, thr, &c->res[p]);
         /* The oracle's noise floor: its largest gap on its own stream. */
         c->floor_gap[p] = NAN;
@@ -1261,7 +1227,12 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
     }
     t->gate_passed = c->n_gate_reasons == 0;
 
-    int rc = vt_nt_metrics_compute(L, O, c->comparable, &c->metrics, err);
+    c->kl_at = malloc((size_t)(L->n_positions > 0 ? L->n_positions : 1) * sizeof *c->kl_at);
+    if (!c->kl_at)
+        return vt_error_set(err, VT_EINPUT, "neartie: out of memory");
+    for (int64_t i = 0; i < L->n_positions; i++)
+        c->kl_at[i] = NAN;
+    int rc = vt_nt_metrics_compute(L, O, c->comparable, &c->metrics, c->kl_at, err);
     if (rc)
         return rc;
     open_vocabulary(c);
@@ -1272,6 +1243,8 @@ int vt_nt_compare(vt_neartie *c, vt_error *err)
         rc = build_intoto(c, err);
     if (rc == VT_OK)
         rc = build_table(c, err);
+    if (rc == VT_OK && c->o.html)
+        rc = vt_nt_build_html(c, err);
     return rc;
 }
 
@@ -1297,7 +1270,7 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
 {
     if (!c->report)
         return vt_error_set(err, VT_EINPUT, "neartie: publish before compare");
-    vt_publish_item items[4];
+    vt_publish_item items[5];
     int n = 0;
     memset(items, 0, sizeof items);
     if (c->o.out)
@@ -1308,6 +1281,8 @@ int vt_nt_publish(vt_neartie *c, vt_error *err)
         items[n++] = (vt_publish_item){ .path = c->o.scores_out, .data = c->text[SCORES], .size = c->text_len[SCORES] };
     if (c->o.intoto)
         items[n++] = (vt_publish_item){ .path = c->o.intoto, .data = c->intoto, .size = c->intoto_len };
+    if (c->o.html)
+        items[n++] = (vt_publish_item){ .path = c->o.html, .data = c->html, .size = c->html_len };
     if (n == 0)
         return VT_OK;
     /* The outputs may not alias any input: captures, scores, model, the
@@ -1363,5 +1338,8 @@ void vt_nt_free(vt_neartie *c)
     free(c->report);
     free(c->junit);
     free(c->intoto);
+    free(c->html);
+    free(c->kl_at);
+    cJSON_Delete(c->report_tree);
     free(c);
 }

@@ -89,6 +89,7 @@ typedef struct vt_nt_opts {
     const char *out, *junit;   /* report and JUnit paths, or NULL */
     const char *intoto;        /* an in-toto Statement v1 of the verdict (test-result predicate), or NULL;
                                   needs out (the report is its subject), and scores_out with score_with */
+    const char *html;          /* a self-contained HTML page of the comparison (neartie_html.c), or NULL */
     const char *scores_out;    /* with score_with: also publish the scores */
     const char *package, *package_root, *lock; /* with score_with: the scorer's package, as
                                                   vt-capture --package (the oracle's runtime

@@ -19,7 +19,8 @@ static const char usage_text[] =
     "                  (--prefix-scores S.json [--prefix-scores S2.json [--prefix-scores S3.json]]\n"
     "                   | --score-with llamacpp --model X.gguf [--threads N]\n"
     "                   [--scores-out S.json] [--package PKG.tgz [--package-root DIR] [--lock L]])\n"
-    "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--intoto ST.json] [--overwrite]\n"
+    "                  [--threshold-mnats 500] [--out R.json] [--junit J.xml] [--intoto ST.json]\n"
+    "                  [--html R.html] [--json] [--overwrite]\n"
     "                  [--require-strict N] [--max-failed N] [--allow-diff FIELD]...\n"
     "                  [--mode M] [--cache-dtype D] [--matmul M] [--top-gaps N] [--allow-unverified] [--quiet]\n"
     "\n"
@@ -62,12 +63,17 @@ static const char usage_text[] =
     "--junit a JUnit XML file (one test case per prompt), --intoto the verdict as an in-toto\n"
     "Statement v1 with the test-result predicate (subjects: the report, both captures and the\n"
     "prefix-scores files, by sha256; result PASSED or FAILED as the gate; a test per prompt),\n"
-    "published together.\n"
+    "--html R.html a self-contained page of the same (inline SVG and CSS, nothing from the\n"
+    "network): the summary, a strip per prompt with every position's gap coloured, its tokens\n"
+    "on hover, the first divergence marked, a histogram of gaps, KL per position where the\n"
+    "captures have logits, both captures' identities, settings and seals; all published\n"
+    "together. --json prints the report (as --out writes it) on stdout instead of the table.\n"
     "Gate: at least --require-strict N strict prompts (default 0), at most --max-failed N failed\n"
     "(default 0). Exit: 0 gate passed, 1 gate failed, 2 bad usage, bad input or a guard refused.\n"
     "On a terminal, --score-with shows a progress line on stderr; --quiet: none.\n"
     "example: vt-neartie --local engine.json --oracle oracle.json --prefix-scores prefix.json \\\n"
-    "             --out report.json --junit report.xml --intoto report.intoto.json --require-strict 16\n";
+    "             --out report.json --junit report.xml --intoto report.intoto.json --html report.html \\\n"
+    "             --require-strict 16\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {
@@ -80,7 +86,7 @@ int vt_cmd_neartie(int argc, char **argv)
     vt_nt_opts o;
     vt_nt_opts_default(&o);
     const char *allow[64];
-    int quiet = 0;
+    int quiet = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -97,6 +103,10 @@ int vt_cmd_neartie(int argc, char **argv)
         }
         if (strcmp(a, "--quiet") == 0) {
             quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -122,6 +132,8 @@ int vt_cmd_neartie(int argc, char **argv)
             o.junit = v;
         else if (strcmp(a, "--intoto") == 0)
             o.intoto = v;
+        else if (strcmp(a, "--html") == 0)
+            o.html = v;
         else if (strcmp(a, "--scores-out") == 0)
             o.scores_out = v;
         else if (strcmp(a, "--package") == 0)
@@ -199,15 +211,22 @@ int vt_cmd_neartie(int argc, char **argv)
         vt_nt_free(c);
         return 2;
     }
-    fputs(vt_nt_table(c), stdout);
+    /* With --json stdout holds the report alone; what was written goes to stderr. */
+    FILE *said = json ? stderr : stdout;
+    if (json)
+        fwrite(vt_nt_report_json(c, NULL), 1, strlen(vt_nt_report_json(c, NULL)), stdout);
+    else
+        fputs(vt_nt_table(c), stdout);
     if (o.out)
-        printf("wrote %s (vt.neartie-report/4)\n", o.out);
+        fprintf(said, "wrote %s (vt.neartie-report/4)\n", o.out);
     if (o.junit)
-        printf("wrote %s (JUnit)\n", o.junit);
+        fprintf(said, "wrote %s (JUnit)\n", o.junit);
     if (o.intoto)
-        printf("wrote %s (in-toto Statement v1, test-result predicate)\n", o.intoto);
+        fprintf(said, "wrote %s (in-toto Statement v1, test-result predicate)\n", o.intoto);
+    if (o.html)
+        fprintf(said, "wrote %s (HTML)\n", o.html);
     if (o.scores_out)
-        printf("wrote %s (" VT_PREFIX_SCORES_SCHEMA ")\n", o.scores_out);
+        fprintf(said, "wrote %s (" VT_PREFIX_SCORES_SCHEMA ")\n", o.scores_out);
     vt_nt_totals t;
     vt_nt_totals_get(c, &t);
     vt_nt_free(c);
