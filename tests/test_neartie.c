@@ -258,6 +258,51 @@ Test(neartie, the_noise_rule_on_synthetic_scores)
     cr_assert_eq(r.beyond_noise_gaps, 1);
 }
 
+/* The same rule position by position (vt_nt_score_position, which the
+ * prompt's counts and the HTML page's colours both come from): each class,
+ * the gaps of every shape, and a bound counted above. */
+Test(neartie, each_position_class_by_the_rule)
+{
+    int32_t local[4] = { 1, 2, 3, 4 }, oracle[4] = { 1, 9, 9, 9 };
+    /* First shape: 0, 600, 100, 0 (position 3 bound); second: 0, 400, 700, 0. */
+    double lt[4] = { -0.1, -1.0, -0.5, -0.2 }, la[4] = { -0.1, -0.4, -0.4, -0.2 };
+    double lb[4] = { -0.1, -0.8, -1.1, -0.2 }, ab[4] = { -0.1, -0.4, -0.4, -0.2 };
+    unsigned char bound[4] = { 0, 0, 0, 1 };
+    vt_nt_prompt_input in = { 4, local, oracle, lt, la, lb, ab, NULL, NULL, bound, NULL, NULL };
+    vt_nt_position x;
+    vt_nt_score_position(&in, 0, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_ZERO);
+    cr_assert_eq(x.shapes, 2);
+    cr_assert_eq(x.n_above, 0);
+    vt_nt_score_position(&in, 1, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_WITHIN_NOISE, "600 here, 400 in the second shape");
+    cr_assert(fabs(x.gap_mnats - 600.0) < 1e-9 && fabs(x.gap_other_mnats[0] - 400.0) < 1e-9, "%g %g", x.gap_mnats,
+              x.gap_other_mnats[0]);
+    cr_assert_eq(x.above, 1);
+    vt_nt_score_position(&in, 2, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_WITHIN_NOISE, "100 here, 700 there: either direction");
+    cr_assert_eq(x.above, 0);
+    vt_nt_score_position(&in, 3, 500.0, &x);
+    cr_assert_eq(x.bound, 1);
+    cr_assert_eq(x.cls, VT_POS_WITHIN_NOISE, "a bound is above in its shape; the second says 0");
+    /* One shape: the bound and the 600 are beyond; the 100 a near tie. */
+    vt_nt_prompt_input one = { 4, local, oracle, lt, la, NULL, NULL, NULL, NULL, bound, NULL, NULL };
+    vt_nt_score_position(&one, 1, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_BEYOND_NOISE);
+    vt_nt_score_position(&one, 2, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_NEAR_TIE);
+    cr_assert_eq(x.shapes, 1);
+    vt_nt_score_position(&one, 3, 500.0, &x);
+    cr_assert_eq(x.cls, VT_POS_BEYOND_NOISE, "a gap known only as a lower bound is never within");
+    /* The prompt's counts are the positions' classes summed. */
+    vt_nt_prompt_result r;
+    vt_nt_score_prompt(&in, 500.0, &r);
+    cr_assert_eq(r.within_noise_gaps, 3);
+    cr_assert_eq(r.beyond_noise_gaps, 0);
+    cr_assert_eq(r.bound_gaps, 1);
+    cr_assert_eq(r.cls, VT_PROMPT_WITHIN_NOISE);
+}
+
 /* ---------------------------------------------------------------- metrics */
 
 /* The row accumulator (kld.h) on two rows worked out by hand. Row 0: local
