@@ -49,6 +49,7 @@ void vt_seal_free(vt_seal *s)
 {
     if (!s)
         return;
+    vt_seal_checked_free(s);
     free(s->seal_path);
     free(s);
 }
@@ -92,6 +93,28 @@ int vt_seal_set_seal_path(vt_seal *s, const char *path, vt_error *err)
 }
 
 const vt_seal_info *vt_seal_result(const vt_seal *s) { return &s->info; }
+
+void vt_seal_checked_free(vt_seal *s)
+{
+    vt_seal_manifest_free(&s->checked);
+    s->n_checked = 0;
+}
+
+size_t vt_seal_checked(const vt_seal *s, size_t *listed)
+{
+    if (listed)
+        *listed = s->checked.n;
+    return s->n_checked;
+}
+
+int vt_seal_checked_entry(const vt_seal *s, size_t i, vt_seal_entry *out)
+{
+    if (i >= s->checked.n)
+        return 0;
+    const vt_seal_member *m = &s->checked.m[i];
+    *out = (vt_seal_entry){ m->path, m->is_dir, m->mode, m->is_dir ? 0 : m->size, m->is_dir ? "" : m->sha256 };
+    return 1;
+}
 
 int vt_seal_nthreads(const vt_seal *s)
 {
@@ -541,6 +564,7 @@ int vt_seal_create(vt_seal *s, const char *dir, const char *archive_path, vt_err
 {
     vt_error_clear(err);
     memset(&s->info, 0, sizeof s->info);
+    vt_seal_checked_free(s);
     creator c;
     memset(&c, 0, sizeof c);
     c.s = s;

@@ -27,6 +27,7 @@
 #ifndef VT_SEAL_H
 #define VT_SEAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../common/vt_error.h"
@@ -85,5 +86,23 @@ int vt_seal_verify(vt_seal *s, const char *archive_path, vt_error *err);
 int vt_seal_extract(vt_seal *s, const char *archive_path, const char *dest, vt_error *err);
 
 const vt_seal_info *vt_seal_result(const vt_seal *s);
+
+/* A manifest entry (a member of the archive). */
+typedef struct vt_seal_entry {
+    const char *path;   /* directories end in '/' */
+    int is_dir;
+    unsigned mode;      /* 0644 or 0755 */
+    uint64_t size;      /* 0 for a directory */
+    const char *sha256; /* 64 hex digits; "" for a directory */
+} vt_seal_entry;
+
+/* After verify or extract, also one that failed: how many entries the
+ * archive's manifest lists (0 where none was read), and how many of them
+ * were found in the archive as it lists them (type, mode, size, sha256),
+ * in its order: all of them when the operation succeeded, those before the
+ * failure when a check failed. Valid until the next operation on s. */
+size_t vt_seal_checked(const vt_seal *s, size_t *listed);
+/* Entry i (< listed) of that manifest; 0 past the end. */
+int vt_seal_checked_entry(const vt_seal *s, size_t i, vt_seal_entry *out);
 
 #endif

@@ -21,14 +21,6 @@ enum {
     VT_GZ_MEMBER_MAX = 4 << 20 /* largest member a "VT" field may declare */
 };
 
-struct vt_seal {
-    vt_seal_limits limits;
-    int level, threads, attestation, overwrite;
-    char *seal_path;
-    vt_seal_info info;
-    struct vt_progress *progress; /* members written or checked, or NULL */
-};
-
 int vt_seal_nthreads(const vt_seal *s);
 
 /* ---- names ---- */
@@ -59,6 +51,21 @@ typedef struct vt_seal_manifest {
     vt_seal_member *m;
     size_t n;
 } vt_seal_manifest;
+
+struct vt_seal {
+    vt_seal_limits limits;
+    int level, threads, attestation, overwrite;
+    char *seal_path;
+    vt_seal_info info;
+    struct vt_progress *progress; /* members written or checked, or NULL */
+    /* verify/extract: the manifest read (none: n 0), its first n_checked
+     * entries found in the archive as it lists them. */
+    vt_seal_manifest checked;
+    size_t n_checked;
+};
+
+/* Frees s->checked (what the last verify or extract kept). */
+void vt_seal_checked_free(vt_seal *s);
 
 /* Canonical JSON of members (sorted, as given). malloc'd; NULL if no memory. */
 char *vt_seal_manifest_json(const vt_seal_member *m, size_t n, size_t *len);

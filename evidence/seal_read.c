@@ -186,7 +186,7 @@ typedef struct reader {
     uint64_t delivered;
     seal_doc seal;
     vt_seal_manifest man;
-    size_t mi;
+    size_t mi, n_ok; /* manifest entries met; of them found as listed */
     vt_nameset *exact, *folded;
     uint64_t entries, declared, data_bytes;
     EVP_MD_CTX *md;
@@ -488,6 +488,7 @@ static int read_archive(reader *r, vt_error *err)
         rc = r->entries == 1 ? read_manifest(r, a, is_dir, size, err) : read_member(r, a, ae, is_dir, size, err);
         if (rc)
             goto out;
+        r->n_ok += r->entries > 1;
         if (r->entries == 1)
             vt_progress_start(s->progress, "members", (int64_t)r->man.n);
         else
@@ -521,7 +522,11 @@ out:
     vt_nameset_free(r->exact);
     vt_nameset_free(r->folded);
     EVP_MD_CTX_free(r->md);
-    vt_seal_manifest_free(&r->man);
+    /* Kept for vt_seal_checked: the handle takes the manifest over. */
+    vt_seal_checked_free(s);
+    s->checked = r->man;
+    s->n_checked = r->n_ok;
+    memset(&r->man, 0, sizeof r->man);
     free(r->mbuf);
     close(fd);
     return rc;
@@ -545,6 +550,7 @@ int vt_seal_verify(vt_seal *s, const char *archive_path, vt_error *err)
 {
     vt_error_clear(err);
     memset(&s->info, 0, sizeof s->info);
+    vt_seal_checked_free(s);
     reader r;
     memset(&r, 0, sizeof r);
     r.s = s;
@@ -621,6 +627,7 @@ int vt_seal_extract(vt_seal *s, const char *archive_path, const char *dest_in, v
 {
     vt_error_clear(err);
     memset(&s->info, 0, sizeof s->info);
+    vt_seal_checked_free(s);
     char dest[PATH_MAX], parent[PATH_MAX], tmp[PATH_MAX];
     size_t dl = strlen(dest_in);
     while (dl > 1 && dest_in[dl - 1] == '/')

@@ -317,17 +317,26 @@ int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err)
     return rc;
 }
 
-int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***problems, int *n_problems, vt_error *err)
+void vt_manifest_results_free(vt_manifest_result *r, int n)
 {
-    *problems = NULL;
-    *n_problems = 0;
+    for (int i = 0; r && i < n; i++) {
+        free(r[i].path);
+        free(r[i].problem);
+    }
+    free(r);
+}
+
+int vt_manifest_check_files(const vt_manifest *m, const char *base_dir, vt_manifest_result **out, vt_error *err)
+{
+    *out = NULL;
     int n = m->n_files;
+    vt_manifest_result *res = calloc((size_t)n + 1, sizeof *res);
     char **paths = calloc((size_t)n + 1, sizeof *paths);
     vt_sha256_hex *hex = calloc((size_t)n + 1, sizeof *hex);
     uint64_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
     int *status = calloc((size_t)n + 1, sizeof *status);
     int rc = VT_OK;
-    if (!paths || !hex || !sizes || !status)
+    if (!res || !paths || !hex || !sizes || !status)
         rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory for %d files", n);
     for (int i = 0; rc == VT_OK && i < n; i++)
         if (!(paths[i] = vt_prov_join(base_dir, m->files[i].name)))
@@ -335,41 +344,53 @@ int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***proble
     if (rc == VT_OK)
         vt_sha256_files_each((const char *const *)paths, n, 0, hex, sizes, status);
 
-    /* Full lines for the caller; a compact one (names only) for err. */
-    vt_lines full = { 0 };
+    /* A full line per mismatch for the caller; a compact one (names only) for err. */
     vt_sbuf brief = { 0 };
     int bad = 0, omitted = 0;
     for (int i = 0; rc == VT_OK && i < n; i++) {
         const vt_manifest_file *f = &m->files[i];
+        vt_manifest_result *r = &res[i];
+        r->path = paths[i];
+        paths[i] = NULL;
+        r->error = status[i];
+        vt_sbuf line = { 0 };
         const char *what = NULL;
         if (status[i] == ENOMEM) {
-            rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory hashing %s", paths[i]);
+            rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory hashing %s", r->path);
             break;
         } else if (status[i] == ENOENT || status[i] == ENOTDIR) {
-            vt_lines_addf(&full, "%s: missing (%s)", f->name, paths[i]);
+            r->status = VT_MANIFEST_MISSING;
+            vt_sbuf_printf(&line, "%s: missing (%s)", f->name, r->path);
             what = "missing";
         } else if (status[i]) {
-            vt_lines_addf(&full, "%s: unreadable (%s): %s", f->name, paths[i], strerror(status[i]));
+            r->status = VT_MANIFEST_UNREADABLE;
+            vt_sbuf_printf(&line, "%s: unreadable (%s): %s", f->name, r->path, strerror(status[i]));
             what = "unreadable";
         } else {
+            r->size = sizes[i];
+            r->sha256 = hex[i];
             int size_bad = sizes[i] != f->size, hash_bad = strcmp(hex[i].hex, f->sha256.hex) != 0;
+            r->status = size_bad || hash_bad ? VT_MANIFEST_DIFFERS : VT_MANIFEST_OK;
             if (size_bad && hash_bad) {
-                vt_lines_addf(&full, "%s: size %llu (manifest %llu), sha256 %s (manifest %s)", f->name,
-                              (unsigned long long)sizes[i], (unsigned long long)f->size, hex[i].hex,
-                              f->sha256.hex);
+                vt_sbuf_printf(&line, "%s: size %llu (manifest %llu), sha256 %s (manifest %s)", f->name,
+                               (unsigned long long)sizes[i], (unsigned long long)f->size, hex[i].hex, f->sha256.hex);
                 what = "size and sha256 differ";
             } else if (size_bad) {
                 /* Same hash, other size: cannot happen unless the file changed
                  * between the read and the size; reported all the same. */
-                vt_lines_addf(&full, "%s: size %llu (manifest %llu)", f->name, (unsigned long long)sizes[i],
-                              (unsigned long long)f->size);
+                vt_sbuf_printf(&line, "%s: size %llu (manifest %llu)", f->name, (unsigned long long)sizes[i],
+                               (unsigned long long)f->size);
                 what = "size differs";
             } else if (hash_bad) {
-                vt_lines_addf(&full, "%s: sha256 %s (manifest %s)", f->name, hex[i].hex, f->sha256.hex);
+                vt_sbuf_printf(&line, "%s: sha256 %s (manifest %s)", f->name, hex[i].hex, f->sha256.hex);
                 what = "sha256 differs";
             }
         }
         if (what) {
+            if (!(r->problem = vt_sbuf_take(&line))) {
+                rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory");
+                break;
+            }
             /* err->msg holds 1 KiB: name as many as fit, count the rest. */
             if (brief.n + strlen(f->name) + strlen(what) < 800)
                 vt_sbuf_printf(&brief, "%s%s: %s", bad ? "; " : "", f->name, what);
@@ -378,7 +399,7 @@ int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***proble
             bad++;
         }
     }
-    if (rc == VT_OK && (full.oom || brief.oom))
+    if (rc == VT_OK && brief.oom)
         rc = vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory");
     if (rc == VT_OK && bad) {
         if (omitted)
@@ -396,11 +417,38 @@ int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***proble
     free(sizes);
     free(status);
     if (rc == VT_EINPUT) {
-        vt_prov_lines_free(full.v, full.n);
+        vt_manifest_results_free(res, n);
         return rc;
     }
-    *problems = full.v;
-    *n_problems = full.n;
+    *out = res;
+    return rc;
+}
+
+int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***problems, int *n_problems, vt_error *err)
+{
+    *problems = NULL;
+    *n_problems = 0;
+    vt_manifest_result *res;
+    int rc = vt_manifest_check_files(m, base_dir, &res, err);
+    if (rc == VT_EINPUT)
+        return rc;
+    /* The lines are the results' own, handed over. */
+    int bad = 0;
+    for (int i = 0; i < m->n_files; i++)
+        bad += res[i].problem != NULL;
+    char **lines = calloc((size_t)bad + 1, sizeof *lines);
+    if (!lines) {
+        vt_manifest_results_free(res, m->n_files);
+        return vt_error_set(err, VT_EINPUT, "vt_manifest_verify: out of memory");
+    }
+    for (int i = 0, k = 0; i < m->n_files; i++)
+        if (res[i].problem) {
+            lines[k++] = res[i].problem;
+            res[i].problem = NULL;
+        }
+    vt_manifest_results_free(res, m->n_files);
+    *problems = lines;
+    *n_problems = bad;
     return rc;
 }
 

@@ -71,6 +71,30 @@ int vt_manifest_check(const vt_manifest *m, const char *base_dir, char ***proble
 void vt_prov_lines_free(char **lines, int n);
 void vt_manifest_free(vt_manifest *m);
 
+/* The same check, file by file: (*out)[i] is what was found for
+ * m->files[i] (malloc'd, n_files entries; free with
+ * vt_manifest_results_free). VT_OK / VT_ECHECK (err names the files that
+ * differ) as vt_manifest_verify, *out set with either; VT_EINPUT (out of
+ * memory) with *out NULL. vt_manifest_check's lines are the problems. */
+typedef enum vt_manifest_status {
+    VT_MANIFEST_OK = 0,
+    VT_MANIFEST_MISSING,    /* no such file (or a path component is not a directory) */
+    VT_MANIFEST_UNREADABLE, /* it could not be read (error: the errno) */
+    VT_MANIFEST_DIFFERS     /* read: size or sha256 not the manifest's */
+} vt_manifest_status;
+
+typedef struct vt_manifest_result {
+    char *path;           /* the file checked: its name resolved against base_dir */
+    int status;           /* vt_manifest_status */
+    int error;            /* errno for MISSING and UNREADABLE, else 0 */
+    uint64_t size;        /* what was read (OK, DIFFERS), else 0 */
+    vt_sha256_hex sha256; /* of what was read (OK, DIFFERS), else "" */
+    char *problem;        /* the mismatch as one line ("NAME: sha256 X (manifest Y)"), NULL if OK */
+} vt_manifest_result;
+
+int vt_manifest_check_files(const vt_manifest *m, const char *base_dir, vt_manifest_result **out, vt_error *err);
+void vt_manifest_results_free(vt_manifest_result *r, int n);
+
 /* ---- runtime identity of this process ---- */
 typedef struct vt_shared_object {
     char *path;

@@ -91,6 +91,9 @@ cmp -s r.html r3.html || bad "the page differs between two runs of the same comp
 # --json: the report on stdout, the same bytes as --out.
 "$bin/vt-neartie" "${nt[@]}" --json > stdout.json 2> /dev/null
 cmp -s r.json stdout.json || bad "--json's stdout is not the report --out wrote"
+# What vt wrote here, against the formats' schemas (the independent validator).
+/usr/bin/python3 "$src/tests/support/validate_schema.py" --root "$src" e.json e.logits e.topk o.json o.logits o.topk \
+    s.json sb.json r.json > schemas.txt || bad "schemas: $(grep -v '^ok' schemas.txt | head -3)"
 # vt-seal takes the page in like any file.
 mkdir ev && cp e.json e.logits o.json o.logits s.json sb.json r.json r.html ev/ &&
     "$bin/vt-seal" create ev -o ev.tar.gz > /dev/null && "$bin/vt-seal" verify ev.tar.gz > verify.txt ||

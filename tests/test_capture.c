@@ -25,6 +25,7 @@
 #include "capture/side_file.h"
 #include "capture/strict.h"
 #include "capture/topk_file.h"
+#include "common/vt_json.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
 
@@ -1709,5 +1710,119 @@ Test(capture, logits_side_file_reader_refuses_what_is_not_its_format)
         vt_logits_reader_close(r);
     }
     free(good);
+    teardown(&e);
+}
+
+/* ---------------------------------------------------- the summary, --json */
+
+/* vt-capture's closing summary printed again from its --json document. */
+static void summary_text_of(const cJSON *doc, char *out, size_t cap)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(out + k, cap - k, "vt-capture: wrote %s (%s): %d prompts x %d repeats, %d runs (%d failed), "
+                          "%lld positions\n", get(doc, "out")->valuestring, get(doc, "format")->valuestring,
+                          (int)get(doc, "prompts")->valuedouble, (int)get(doc, "repetitions")->valuedouble,
+                          (int)get(doc, "runs")->valuedouble, (int)get(doc, "failed_runs")->valuedouble,
+                          (long long)get(doc, "positions")->valuedouble);
+    const cJSON *d = get(doc, "determinism");
+    k += (size_t)snprintf(out + k, cap - k, "  determinism: tokens %s, logits %s\n",
+                          cJSON_IsTrue(get(d, "identical_tokens")) ? "identical" : "DIFFER",
+                          cJSON_IsTrue(get(d, "identical_logits")) ? "identical" : "DIFFER");
+    const cJSON *lg = get(doc, "logits"), *tk = get(doc, "topk");
+    if (!cJSON_IsNull(lg))
+        k += (size_t)snprintf(out + k, cap - k, "  logits: %s sha256 %s\n", get(lg, "path")->valuestring,
+                              get(lg, "sha256")->valuestring);
+    if (!cJSON_IsNull(tk))
+        k += (size_t)snprintf(out + k, cap - k, "  top-k: %s sha256 %s\n", get(tk, "path")->valuestring,
+                              get(tk, "sha256")->valuestring);
+    k += (size_t)snprintf(out + k, cap - k, "  workload_seal %s\n  seal %s\n", get(doc, "workload_seal")->valuestring,
+                          get(doc, "seal")->valuestring);
+    const cJSON *st = get(doc, "strict");
+    int n = cJSON_GetArraySize(get(st, "reasons"));
+    if (cJSON_IsTrue(get(st, "requested")))
+        snprintf(out + k, cap - k, "  strict: every gate passed\n");
+    else if (n)
+        snprintf(out + k, cap - k, "  not strict-publishable: %d reason%s (run with --strict to list them)\n", n,
+                 n == 1 ? "" : "s");
+}
+
+static cJSON *summary_doc(const char *out)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *doc = vt_json_parse(out, strlen(out), "stdout", &err);
+    cr_assert_not_null(doc, "%s:\n%s", err.msg, out);
+    cr_assert_str_eq(get(doc, "schema")->valuestring, "vt.capture-summary/1");
+    return doc;
+}
+
+/* vt-capture --json (vt.capture-summary/1): the closing summary's values,
+ * from which its text is printed again exactly (a run without and a strict
+ * run with every gate passed, each published and sealed as the document
+ * says); a strict run the gate refuses: exit 1 with the document
+ * (published false, every reason with its rule, the same as stderr's) and
+ * nothing written; bad input: exit 2, no document. */
+Test(summary, json_is_the_closing_summary)
+{
+    env e;
+    setup(&e);
+    static char text[1 << 16];
+    const char *base = "--model '%s' --prompts '%s' --threads 1 --max-tokens 4 --top-k 5 --no-timestamp --out '%s'";
+    for (int strict = 0; strict < 2; strict++) {
+        char args[2048], cmd[3000];
+        snprintf(args, sizeof args, base, e.model, e.prompts, e.out);
+        if (strict)
+            snprintf(cmd, sizeof cmd, "%s --repetitions 10 --strict --model-manifest '%s' --launcher-manifest '%s'",
+                     args, e.manifest, e.launcher);
+        else
+            snprintf(cmd, sizeof cmd, "%s --repetitions 2 --logits-out '%s'", args, e.logits);
+        cr_assert_eq(sh(&e, "'%s' capture --runner engine %s", VT_BIN, cmd), 0, "%s", e.cmd_err);
+        snprintf(text, sizeof text, "%s", e.cmd_out);
+        cr_assert_eq(sh(&e, "rm -f '%s' '%s' '%s'", e.out, e.logits, e.topk), 0);
+        cr_assert_eq(sh(&e, "'%s' capture --runner engine %s --json", VT_BIN, cmd), 0, "%s", e.cmd_err);
+        cJSON *doc = summary_doc(e.cmd_out);
+        char again[8192];
+        summary_text_of(doc, again, sizeof again);
+        cr_assert_str_eq(text, again, "the text from the JSON's values");
+        cr_assert(cJSON_IsTrue(get(doc, "published")));
+        cr_assert_eq(get(doc, "runs")->valuedouble, strict ? 20 : 4);
+        const cJSON *st = get(doc, "strict");
+        cr_assert_eq(cJSON_IsTrue(get(st, "requested")), strict);
+        cr_assert_eq(cJSON_IsTrue(get(st, "passed")), strict, "without --strict: 2 repeats, no manifests");
+        /* What was published is what it says. */
+        cJSON *c = load_json(e.out);
+        cr_assert_str_eq(get(c, "seal")->valuestring, get(doc, "seal")->valuestring);
+        cr_assert_str_eq(get(c, "workload_seal")->valuestring, get(doc, "workload_seal")->valuestring);
+        cJSON_Delete(c);
+        vt_sha256_hex h;
+        vt_error err;
+        cr_assert_eq(vt_sha256_file(e.topk, &h, NULL, &err), VT_OK, "%s", err.msg);
+        cr_assert_str_eq(get(get(doc, "topk"), "sha256")->valuestring, h.hex);
+        cJSON_Delete(doc);
+        cr_assert_eq(sh(&e, "rm -f '%s' '%s' '%s'", e.out, e.logits, e.topk), 0);
+    }
+    /* The gate refuses: 9 repeats. */
+    int rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 9 --model-manifest '%s' "
+                    "--launcher-manifest '%s' --out '%s' --json",
+                VT_BIN, e.model, e.prompts, e.manifest, e.launcher, e.out);
+    expect_refused(&e, rc, "by rule repeats (1 reason): settings.resolved.repetitions: 9: expected at least 10 repeats");
+    cJSON *doc = summary_doc(e.cmd_out);
+    cr_assert(cJSON_IsFalse(get(doc, "published")));
+    const cJSON *st = get(doc, "strict");
+    cr_assert(cJSON_IsTrue(get(st, "requested")) && cJSON_IsFalse(get(st, "passed")));
+    const cJSON *reasons = get(st, "reasons");
+    cr_assert_eq(cJSON_GetArraySize(reasons), 1);
+    const cJSON *r0 = cJSON_GetArrayItem(reasons, 0);
+    cr_assert_str_eq(get(r0, "rule")->valuestring, "repeats");
+    cr_assert_str_eq(get(r0, "text")->valuestring, "settings.resolved.repetitions: 9: expected at least 10 repeats");
+    cr_assert(strstr(e.cmd_err, get(r0, "text")->valuestring), "%s", e.cmd_err);
+    cr_assert_eq(get(doc, "repetitions")->valuedouble, 9);
+    cJSON_Delete(doc);
+    /* Bad input: exit 2, no document. */
+    rc = sh(&e, "'%s' capture --runner engine " STRICT_ARGS " --repetitions 0 --out '%s' --json", VT_BIN, e.model,
+            e.prompts, e.out);
+    cr_assert_eq(rc, 2, "%s", e.cmd_err);
+    cr_assert_str_eq(e.cmd_out, "");
+    cr_assert_eq(count_lines(e.cmd_err), 1, "%s", e.cmd_err);
     teardown(&e);
 }

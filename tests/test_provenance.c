@@ -9,6 +9,7 @@
 
 #include "tests/support/vt_test.h"
 
+#include "common/vt_json.h"
 #include "provenance/provenance.h"
 
 #include <archive.h>
@@ -1602,4 +1603,120 @@ Test(wheel, an_installed_package_directory_that_is_a_link_is_refused, .init = ma
     cr_assert(has_line(r.problems, r.n_problems, "vtdemo: a symbolic link where the installed package directory should be",
                        NULL), "%d problems, the first: %s", r.n_problems, r.n_problems ? r.problems[0] : "");
     vt_package_report_free(&r);
+}
+
+/* vt provenance manifest verify --json (vt.manifest-verify/1): each file
+ * with the size and sha256 listed and found, its status and the mismatch
+ * as the text's MISMATCH line gives it, from one check
+ * (vt_manifest_check_files) that both printers read; exit 1 still with the
+ * document (verified false), exit 2 with none. */
+Test(manifest, verify_json_lists_each_file_and_mismatch, .init = make_dir, .fini = remove_dir)
+{
+    make_model_files();
+    const char *files[] = { tpath("models/a.gguf"), tpath("models/b.gguf"), tpath("models/tokenizer.json") };
+    const char *mp = tpath("models/M.json");
+    vt_error err;
+    vt_manifest m;
+    cr_assert_eq(vt_manifest_make_for(mp, files, 3, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, mp, &err), VT_OK, "%s", err.msg);
+    static char text[1 << 16], json[1 << 16], e[4096];
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* a byte changed, a file gone */
+            flip_byte(files[0], 50000);
+            cr_assert_eq(unlink(files[1]), 0);
+        }
+        int rt = vt_test_sh(tmpdir, text, sizeof text, e, sizeof e, "'%s' provenance manifest verify '%s'", VT_BIN, mp);
+        cr_assert_eq(rt, round, "exit %d: %s", rt, e);
+        int rj = vt_test_sh(tmpdir, json, sizeof json, e, sizeof e, "'%s' provenance manifest verify '%s' --json",
+                            VT_BIN, mp);
+        cr_assert_eq(rj, rt, "--json: exit %d, the text's %d: %s", rj, rt, e);
+        cJSON *doc = vt_json_parse(json, strlen(json), "stdout", &err);
+        cr_assert_not_null(doc, "%s:\n%s", err.msg, json);
+        cr_assert_str_eq(vt_test_get(doc, "schema")->valuestring, "vt.manifest-verify/1");
+        cr_assert_str_eq(vt_test_get(doc, "manifest")->valuestring, mp);
+        cr_assert_str_eq(vt_test_get(doc, "base")->valuestring, tpath("models"));
+        /* The text, printed again from the JSON's values. */
+        char again[1 << 14] = "";
+        size_t k = 0;
+        const cJSON *arr = vt_test_get(doc, "files"), *o;
+        cr_assert_eq(cJSON_GetArraySize(arr), 3);
+        int i = 0, matched = 0;
+        cJSON_ArrayForEach(o, arr)
+        {
+            const char *status = vt_test_get(o, "status")->valuestring;
+            const cJSON *problem = vt_test_get(o, "problem");
+            cr_assert_str_eq(vt_test_get(o, "name")->valuestring, m.files[i].name);
+            cr_assert_str_eq(vt_test_get(o, "path")->valuestring, files[i]);
+            cr_assert_eq(vt_test_get(o, "size")->valuedouble, (double)m.files[i].size);
+            cr_assert_str_eq(vt_test_get(o, "sha256")->valuestring, m.files[i].sha256.hex);
+            const char *want = round == 0 || i == 2 ? "ok" : i == 0 ? "differs" : "missing";
+            cr_assert_str_eq(status, want, "%s", files[i]);
+            cr_assert_eq(cJSON_IsNull(problem), strcmp(status, "ok") == 0);
+            if (strcmp(status, "missing") == 0) {
+                cr_assert(cJSON_IsNull(vt_test_get(o, "found_size")) && cJSON_IsNull(vt_test_get(o, "found_sha256")));
+            } else {
+                vt_sha256_hex h;
+                uint64_t size;
+                cr_assert_eq(vt_sha256_file(files[i], &h, &size, &err), VT_OK);
+                cr_assert_eq(vt_test_get(o, "found_size")->valuedouble, (double)size);
+                cr_assert_str_eq(vt_test_get(o, "found_sha256")->valuestring, h.hex);
+            }
+            if (!cJSON_IsNull(problem))
+                k += (size_t)snprintf(again + k, sizeof again - k, "MISMATCH %s\n", problem->valuestring);
+            matched += strcmp(status, "ok") == 0;
+            i++;
+        }
+        cr_assert_eq(vt_test_get(doc, "matched")->valuedouble, matched);
+        cr_assert_eq(vt_test_get(doc, "mismatched")->valuedouble, 3 - matched);
+        cr_assert_eq(cJSON_IsTrue(vt_test_get(doc, "verified")), round == 0);
+        if (round == 0)
+            snprintf(again + k, sizeof again - k, "verified %s: %d files match\n", mp, matched);
+        cr_assert_str_eq(text, again, "the text from the JSON's values");
+        cJSON_Delete(doc);
+    }
+    vt_manifest_free(&m);
+    /* Refused input: exit 2, one line, no JSON. */
+    int rc = vt_test_sh(tmpdir, json, sizeof json, e, sizeof e, "'%s' provenance manifest verify '%s' --json", VT_BIN,
+                        tpath("none.json"));
+    cr_assert_eq(rc, 2);
+    cr_assert_str_eq(json, "");
+    cr_assert(strchr(e, '\n') && !strchr(e, '\n')[1], "%s", e);
+}
+
+/* vt_manifest_check_files: per file what was found; the lines of
+ * vt_manifest_check are its problems, in order. */
+Test(manifest, check_files_gives_each_files_outcome, .init = make_dir, .fini = remove_dir)
+{
+    make_model_files();
+    const char *files[] = { tpath("models/a.gguf"), tpath("models/b.gguf"), tpath("models/tokenizer.json") };
+    vt_error err;
+    vt_manifest m;
+    cr_assert_eq(vt_manifest_make_for(tpath("models/M.json"), files, 3, &m, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(unlink(files[0]), 0);
+    FILE *f = fopen(files[2], "ab");
+    fputc('x', f);
+    fclose(f);
+    vt_manifest_result *r;
+    cr_assert_eq(vt_manifest_check_files(&m, tpath("models"), &r, &err), VT_ECHECK);
+    cr_assert(strstr(err.msg, "2 of 3 files differ"), "%s", err.msg);
+    cr_assert_eq(r[0].status, VT_MANIFEST_MISSING);
+    cr_assert_eq(r[0].error, ENOENT);
+    cr_assert_eq(r[0].size, 0);
+    cr_assert_str_eq(r[0].sha256.hex, "");
+    cr_assert_eq(r[1].status, VT_MANIFEST_OK);
+    cr_assert_null(r[1].problem);
+    cr_assert_eq(r[1].size, m.files[1].size);
+    cr_assert_str_eq(r[1].sha256.hex, m.files[1].sha256.hex);
+    cr_assert_eq(r[2].status, VT_MANIFEST_DIFFERS);
+    cr_assert_eq(r[2].size, m.files[2].size + 1);
+    cr_assert_str_eq(r[2].path, files[2]);
+    char **lines;
+    int n;
+    cr_assert_eq(vt_manifest_check(&m, tpath("models"), &lines, &n, &err), VT_ECHECK);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(lines[0], r[0].problem);
+    cr_assert_str_eq(lines[1], r[2].problem);
+    vt_prov_lines_free(lines, n);
+    vt_manifest_results_free(r, m.n_files);
+    vt_manifest_free(&m);
 }

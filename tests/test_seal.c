@@ -4,6 +4,7 @@
  * libarchive will not write them (a header whose size differs from the data). */
 #include <criterion/criterion.h>
 
+#include "common/vt_json.h"
 #include "evidence/seal.h"
 #include "provenance/provenance.h"
 #include "tests/support/vt_test.h"
@@ -1463,4 +1464,135 @@ Test(seal, extract_refuses_a_directory_with_data)
     cr_assert_eq(seal("extract '%s' -C '%s'", P("dirdata.tar.gz"), P("dest")), 2, "%s", err_text());
     assert_err_has("tar header: Damaged tar archive");
     assert_nothing_left(P("dest"));
+}
+
+/* ---- verify --json ---- */
+
+/* tmp/out.txt of the last seal(): one JSON document (vt's strict reader)
+ * named vt.seal-verify/1. */
+static cJSON *verify_doc(void)
+{
+    size_t n;
+    unsigned char *out = read_file(P("out.txt"), &n);
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *doc = vt_json_parse((const char *)out, n, "stdout", &err);
+    cr_assert_not_null(doc, "%s:\n%.2000s", err.msg, out);
+    free(out);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    cr_assert(cJSON_IsString(s) && strcmp(s->valuestring, "vt.seal-verify/1") == 0, "schema");
+    return doc;
+}
+
+static const char *str_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = vt_test_get(o, key);
+    cr_assert(cJSON_IsString(v), "member %s: expected a string", key);
+    return v->valuestring;
+}
+
+/* The members of the JSON are the archive's, in order, as far as count: path,
+ * type, mode, size, sha256 of the data. */
+static void expect_members(const cJSON *doc, const member *m, int count)
+{
+    const cJSON *arr = vt_test_get(doc, "members");
+    cr_assert_eq(cJSON_GetArraySize(arr), count);
+    cr_assert_eq(vt_test_get(doc, "members_matched")->valuedouble, count);
+    for (int i = 0; i < count; i++) {
+        const member *x = &m[i + 1]; /* after manifest.json */
+        const cJSON *o = cJSON_GetArrayItem(arr, i);
+        char name[1024], sha[65], mode[8];
+        snprintf(name, sizeof name, "%s%s", x->name, x->dir && x->name[strlen(x->name) - 1] != '/' ? "/" : "");
+        cr_assert_str_eq(str_of(o, "path"), name);
+        cr_assert_str_eq(str_of(o, "type"), x->dir ? "dir" : "file");
+        snprintf(mode, sizeof mode, "%04o", x->mode);
+        cr_assert_str_eq(str_of(o, "mode"), mode, "%s", name);
+        cr_assert_eq(vt_test_get(o, "size")->valuedouble, (double)(x->dir ? 0 : x->len), "%s", name);
+        if (x->dir) {
+            cr_assert(cJSON_IsNull(vt_test_get(o, "sha256")), "%s", name);
+        } else {
+            sha_hex(x->data, x->len, sha);
+            cr_assert_str_eq(str_of(o, "sha256"), sha, "%s", name);
+        }
+    }
+}
+
+/* vt-seal verify --json (vt.seal-verify/1) says what verify checked: the
+ * archive's size and sha256, the manifest's sha256 and member count (the
+ * numbers of the text line of the same check), each member as the archive
+ * holds it, the seal and attestation matched; on a member changed (and
+ * the archive resealed, so that only the manifest can tell) exit 1 still
+ * with the document: verified false, the members before it, the problem
+ * stderr gives; refused input (exit 2) has no document. */
+Test(seal, verify_json_says_what_it_checked)
+{
+    member m[32];
+    char msha[65];
+    int n = sealed_members(m, 32, msha);
+    cr_assert_eq(seal("create '%s' -o '%s' --attestation --overwrite", P("t"), P("x.tar.gz")), 0, "%s", err_text());
+    cr_assert_eq(seal("verify '%s'", P("x.tar.gz")), 0, "%s", err_text());
+    size_t tn;
+    char *text = (char *)read_file(P("out.txt"), &tn);
+    cr_assert_eq(seal("verify '%s' --json", P("x.tar.gz")), 0, "%s", err_text());
+    cr_assert_str_eq(err_text(), "");
+    cJSON *doc = verify_doc();
+    const cJSON *ar = vt_test_get(doc, "archive"), *ma = vt_test_get(doc, "manifest");
+    const cJSON *se = vt_test_get(doc, "seal"), *at = vt_test_get(doc, "attestation");
+    char line[2048];
+    snprintf(line, sizeof line, "%s: OK: %d members match the manifest (sha256 %s)%s%s\n", str_of(ar, "path"),
+             (int)vt_test_get(ma, "members")->valuedouble, str_of(ma, "sha256"),
+             cJSON_IsTrue(vt_test_get(se, "matched")) ? "; archive matches its seal" : "; no seal: manifest only",
+             cJSON_IsTrue(vt_test_get(at, "matched")) ? " and attestation" : "");
+    cr_assert_str_eq(text, line, "the text line from the JSON's values");
+    free(text);
+    vt_sha256_hex h;
+    uint64_t size;
+    vt_error err;
+    cr_assert_eq(vt_sha256_file(P("x.tar.gz"), &h, &size, &err), VT_OK);
+    cr_assert_str_eq(str_of(ar, "sha256"), h.hex);
+    cr_assert_eq(vt_test_get(ar, "size")->valuedouble, (double)size);
+    cr_assert_str_eq(str_of(ma, "sha256"), msha);
+    cr_assert_eq(vt_test_get(ma, "members")->valuedouble, n - 1);
+    cr_assert_str_eq(str_of(se, "path"), P("x.tar.gz.seal.json"));
+    cr_assert_str_eq(str_of(at, "path"), P("x.tar.gz.intoto.json"));
+    cr_assert(cJSON_IsTrue(vt_test_get(at, "matched")));
+    cr_assert(cJSON_IsTrue(vt_test_get(doc, "verified")));
+    cr_assert(cJSON_IsNull(vt_test_get(doc, "problem")));
+    expect_members(doc, m, n - 1);
+    cJSON_Delete(doc);
+
+    /* A file's byte changed, the archive resealed: the members before it
+     * matched, then the problem. */
+    int k = 1;
+    while (k < n && (m[k].dir || m[k].len == 0 || k < n / 2))
+        k++;
+    cr_assert_lt(k, n);
+    m[k].data[0] ^= 1;
+    repack(P("r.tar.gz"), m, n);
+    reseal(P("r.tar.gz"), msha);
+    m[k].data[0] ^= 1;
+    cr_assert_eq(seal("verify '%s' --json", P("r.tar.gz")), 1, "%s", err_text());
+    doc = verify_doc();
+    cr_assert(cJSON_IsFalse(vt_test_get(doc, "verified")));
+    char want[1200];
+    snprintf(want, sizeof want, "member '%s': sha256", m[k].name);
+    cr_assert(strstr(str_of(doc, "problem"), want), "%s", str_of(doc, "problem"));
+    snprintf(want, sizeof want, "vt-seal verify: %s\n", str_of(doc, "problem"));
+    cr_assert_str_eq(err_text(), want, "the problem is stderr's one line");
+    cr_assert(cJSON_IsNull(vt_test_get(vt_test_get(doc, "archive"), "sha256")), "not read to its end");
+    cr_assert_str_eq(str_of(vt_test_get(doc, "manifest"), "sha256"), msha);
+    cr_assert(cJSON_IsFalse(vt_test_get(vt_test_get(doc, "seal"), "matched")));
+    expect_members(doc, m, k - 1);
+    cJSON_Delete(doc);
+    free_members(m, n);
+
+    /* Refused input: no seal. Exit 2, one line, nothing on stdout. */
+    cr_assert_eq(seal("verify '%s' --json", P("nothing.tar.gz")), 2);
+    size_t on;
+    unsigned char *out = read_file(P("out.txt"), &on);
+    cr_assert_eq(on, 0, "no JSON on exit 2: %s", out);
+    free(out);
+    cr_assert(strchr(err_text(), '\n') && !strchr(err_text(), '\n')[1], "%s", err_text());
+    /* --json is verify's only. */
+    cr_assert_eq(seal("create '%s' -o '%s' --json", P("t"), P("y.tar.gz")), 2);
 }

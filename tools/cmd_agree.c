@@ -7,15 +7,17 @@
 #include "../engine/gguf_file.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
+#include "json_out.h"
 #include "runner_opts.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
     "usage: vt agree --model X.gguf [--local engine] [--oracle llamacpp] [--prompts N]\n"
-    "                [--max-tokens N] [--threshold-mnats T] [runner options]\n"
+    "                [--max-tokens N] [--threshold-mnats T] [--json] [runner options]\n"
     "\n"
     "Greedy generation of N (default 16) built-in prompts by both runners (default 32\n"
     "tokens); each divergence is scored by the oracle teacher-forced on the local tokens\n"
@@ -23,12 +25,89 @@ static const char usage_text[] =
     "near-tie (every gap <= T milli-nats, default 500) or failed. Also prints the largest\n"
     "|difference| of teacher-forced log-probs between the runners. A runner compared with itself\n"
     "is refused (exit 2). Exit 1 if any prompt failed.\n"
+    "--json: the same table as one JSON document on stdout (vt.agree/1, its layout in\n"
+    "compare/vt.agree.schema.json): per prompt its text, class, first divergence with both\n"
+    "tokens (id and text), largest gap and |dlogprob|, and the summary; exit codes as without.\n"
     "example: vt agree --model tiny-Q8_0.gguf --prompts 4 --max-tokens 16\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
 {
     fprintf(stderr, "vt agree: %s '%s': expected %s\n", opt, val ? val : "", expected);
     return 2;
+}
+
+/* The table: one row per prompt, then the summary line. */
+static void print_table(const vt_agree_prompt *per, const vt_agree_summary *sum, int32_t n_prompts, int32_t n_gen)
+{
+    printf("%-3s %-13s %10s %8s %8s %12s %14s %14s\n", "#", "class", "first-div", "local", "oracle", "max-gap-mn",
+           "max|dlp|tok", "max|dlp|all");
+    for (int p = 0; p < n_prompts; p++) {
+        printf("%-3d %-13s %10d %8d %8d %12.3f %14.3g %14.3g\n", p, vt_prompt_class_name(per[p].nt.cls),
+               per[p].nt.first_divergence, per[p].nt.local_token, per[p].nt.oracle_token, per[p].nt.max_gap_mnats,
+               per[p].max_abs_dlogprob_token, per[p].max_abs_dlogprob_all);
+    }
+    printf("summary: %d prompts x %d tokens: strict %d, near-tie %d, failed %d; max gap %.3f milli-nats; "
+           "max |dlogprob| %.3g (local tokens), %.3g (whole vocabulary)\n",
+           sum->n_prompts, (int)n_gen, sum->strict, sum->near_tie, sum->failed, sum->max_gap_mnats,
+           sum->max_abs_dlogprob_token, sum->max_abs_dlogprob_all);
+}
+
+/* {id, text, text_hex?}: the token's bytes (common/vt_json.h: U+FFFD for
+ * bytes that are not UTF-8, the exact bytes in hex beside). */
+static cJSON *token_json(vt_tokenizer *tok, int32_t id)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", id);
+    size_t n = 0;
+    const char *p = vt_tokenizer_token_piece(tok, id, &n);
+    vt_tool_json_bytes(o, "text", p ? p : "", p ? n : 0);
+    return o;
+}
+
+/* The same as one JSON document (vt.agree/1: compare/vt.agree.schema.json). 0, or -1 out of memory. */
+static int print_json(const char *model, const char *local, const char *oracle, double threshold,
+                      const char *const *texts, vt_tokenizer *tok, const vt_agree_prompt *per,
+                      const vt_agree_summary *sum, int32_t n_prompts, int32_t n_gen)
+{
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.agree/1");
+    vt_tool_json_text(root, "model", model);
+    cJSON_AddStringToObject(root, "local", local);
+    cJSON_AddStringToObject(root, "oracle", oracle);
+    cJSON_AddNumberToObject(root, "max_tokens", n_gen);
+    cJSON_AddNumberToObject(root, "threshold_mnats", threshold);
+    cJSON *arr = cJSON_AddArrayToObject(root, "prompts");
+    for (int32_t p = 0; p < n_prompts; p++) {
+        const vt_nt_prompt_result *nt = &per[p].nt;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddNumberToObject(o, "index", p);
+        vt_tool_json_text(o, "text", texts[p]);
+        cJSON_AddStringToObject(o, "class", vt_prompt_class_name(nt->cls));
+        if (nt->first_divergence < 0) {
+            cJSON_AddNullToObject(o, "first_divergence");
+        } else {
+            cJSON *d = cJSON_AddObjectToObject(o, "first_divergence");
+            cJSON_AddNumberToObject(d, "position", nt->first_divergence);
+            cJSON_AddItemToObject(d, "local_token", token_json(tok, nt->local_token));
+            cJSON_AddItemToObject(d, "oracle_token", token_json(tok, nt->oracle_token));
+            cJSON_AddNumberToObject(d, "gap_mnats", nt->first_gap_mnats);
+        }
+        cJSON_AddNumberToObject(o, "max_gap_mnats", nt->max_gap_mnats);
+        cJSON_AddNumberToObject(o, "max_abs_dlogprob_token", per[p].max_abs_dlogprob_token);
+        cJSON_AddNumberToObject(o, "max_abs_dlogprob_all", per[p].max_abs_dlogprob_all);
+    }
+    cJSON *s = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(s, "prompts", sum->n_prompts);
+    cJSON_AddNumberToObject(s, "strict", sum->strict);
+    cJSON_AddNumberToObject(s, "near_tie", sum->near_tie);
+    cJSON_AddNumberToObject(s, "failed", sum->failed);
+    cJSON_AddNumberToObject(s, "max_gap_mnats", sum->max_gap_mnats);
+    cJSON_AddNumberToObject(s, "max_abs_dlogprob_token", sum->max_abs_dlogprob_token);
+    cJSON_AddNumberToObject(s, "max_abs_dlogprob_all", sum->max_abs_dlogprob_all);
+    cJSON_AddBoolToObject(root, "passed", sum->failed == 0);
+    return vt_tool_json_print(root, fail0);
 }
 
 int vt_cmd_agree(int argc, char **argv)
@@ -38,12 +117,17 @@ int vt_cmd_agree(int argc, char **argv)
     const char *local_name = "engine", *oracle_name = "llamacpp";
     int64_t n_prompts = 16, n_gen = 32;
     double threshold = 500.0;
+    int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             fputs(vt_runner_options_usage, stdout);
             return 0;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
@@ -121,18 +205,15 @@ int vt_cmd_agree(int argc, char **argv)
                           (int32_t)n_gen, threshold, per, &sum, &err);
     if (rc) {
         fprintf(stderr, "%s\n", err.msg);
-    } else {
-        printf("%-3s %-13s %10s %8s %8s %12s %14s %14s\n", "#", "class", "first-div", "local", "oracle",
-               "max-gap-mn", "max|dlp|tok", "max|dlp|all");
-        for (int p = 0; p < n_prompts; p++) {
-            printf("%-3d %-13s %10d %8d %8d %12.3f %14.3g %14.3g\n", p, vt_prompt_class_name(per[p].nt.cls),
-                   per[p].nt.first_divergence, per[p].nt.local_token, per[p].nt.oracle_token, per[p].nt.max_gap_mnats,
-                   per[p].max_abs_dlogprob_token, per[p].max_abs_dlogprob_all);
+    } else if (json) {
+        rc = sum.failed ? 1 : 0;
+        if (print_json(s.model_path, local_name, oracle_name, threshold, vt_agree_default_prompts, tok, per, &sum,
+                       (int32_t)n_prompts, (int32_t)n_gen)) {
+            fprintf(stderr, "vt agree: --json: out of memory\n");
+            rc = 2;
         }
-        printf("summary: %d prompts x %d tokens: strict %d, near-tie %d, failed %d; max gap %.3f milli-nats; "
-               "max |dlogprob| %.3g (local tokens), %.3g (whole vocabulary)\n",
-               sum.n_prompts, (int)n_gen, sum.strict, sum.near_tie, sum.failed, sum.max_gap_mnats,
-               sum.max_abs_dlogprob_token, sum.max_abs_dlogprob_all);
+    } else {
+        print_table(per, &sum, (int32_t)n_prompts, (int32_t)n_gen);
         rc = sum.failed ? 1 : 0;
     }
     vt_runner_close(local);

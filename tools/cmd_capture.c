@@ -8,7 +8,9 @@
 #include "../common/vt_parse.h"
 #include "../common/vt_progress.h"
 #include "../common/vt_reasons.h"
+#include "json_out.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ static const char usage_text[] =
     "                  [--model-manifest M.json] [--revision REV] [--launcher-manifest L.json]\n"
     "                  [--package PKG.whl|PKG.tgz] [--package-root DIR] [--lock LOCK.json]\n"
     "                  [--allow-setting-difference FIELD]... [--no-timestamp] [--strict] [--overwrite] [--quiet]\n"
+    "                  [--json]\n"
     "                  [runner options]\n"
     "       vt-capture --runner R --model X.gguf --score-prefix-of LOCAL.json --out S.json\n"
     "                  [--score-shape replay|batched] [...]\n"
@@ -51,6 +54,10 @@ static const char usage_text[] =
     "rule, and writes nothing. created_utc is the current time (SOURCE_DATE_EPOCH if set) unless\n"
     "--no-timestamp. Exit: 0 published, 1 strict gate refused, 2 bad usage or input.\n"
     "On a terminal, stderr shows a progress line (runs done, rate, time left); --quiet: none.\n"
+    "--json: the closing summary as one JSON document on stdout (vt.capture-summary/1,\n"
+    "capture/vt.capture-summary.schema.json): counts, determinism, side files, seals, and\n"
+    "every strict reason with its rule; also when the strict gate refused (published false,\n"
+    "exit 1; the reasons on stderr as without --json), never on exit 2.\n"
     "example: vt-capture --runner engine --model tiny-Q8_0.gguf --prompts prompts.jsonl \\\n"
     "             --model-manifest m.json --launcher-manifest l.json --repetitions 10 --strict --out engine.json\n"
     "\n";
@@ -61,12 +68,111 @@ static int bad(const char *opt, const char *val, const char *expected)
     return 2;
 }
 
+/* The closing summary: what both printers read. */
+typedef struct summary {
+    const vt_capture_opts *o;
+    vt_capture_summary s;
+    const vt_reasons *reasons; /* the strict gate's (refused with --strict, else only counted) */
+    int n_refusals;            /* vt_capture_n_refusals: reasons->n, or 1 if none could be kept */
+    int published;
+    char format[64];           /* the document's schema */
+} summary;
+
+/* The format of the document built: its "schema", the first member of its
+ * canonical JSON (vt.prefix-scores/4 where the scorer was told only the top
+ * k log-probs), else the one of its kind. */
+static void summary_format(const vt_capture *c, const vt_capture_opts *o, char *out, size_t cap)
+{
+    static const char head[] = "{\"schema\":\"";
+    size_t len = 0;
+    const char *t = vt_capture_text(c, &len);
+    const char *end = t && len > sizeof head && strncmp(t, head, sizeof head - 1) == 0
+                          ? memchr(t + sizeof head - 1, '"', len - (sizeof head - 1)) : NULL;
+    if (end && (size_t)(end - t) - (sizeof head - 1) < cap)
+        snprintf(out, cap, "%.*s", (int)(end - t - (sizeof head - 1)), t + sizeof head - 1);
+    else
+        snprintf(out, cap, "%s", o->score_prefix_of ? VT_PREFIX_SCORES_SCHEMA : VT_CAPTURE_SCHEMA);
+}
+
+static void print_summary(const summary *m)
+{
+    const vt_capture_opts *o = m->o;
+    const vt_capture_summary *s = &m->s;
+    const int n_ref = m->n_refusals;
+    printf("vt-capture: wrote %s (%s): %d prompts x %d repeats, %d runs (%d failed), %lld positions\n", o->out,
+           m->format, s->n_prompts, s->repetitions, s->n_runs, s->n_failed, (long long)s->n_positions);
+    printf("  determinism: tokens %s, logits %s\n", s->identical_tokens ? "identical" : "DIFFER",
+           s->identical_logits ? "identical" : "DIFFER");
+    if (o->logits_out)
+        printf("  logits: %s sha256 %s\n", o->logits_out, s->logits_sha256);
+    if (s->topk_path)
+        printf("  top-k: %s sha256 %s\n", s->topk_path, s->topk_sha256);
+    printf("  workload_seal %s\n  seal %s\n", s->workload_seal, s->seal);
+    if (o->strict)
+        printf("  strict: every gate passed\n");
+    else if (n_ref)
+        printf("  not strict-publishable: %d reason%s (run with --strict to list them)\n", n_ref,
+               n_ref == 1 ? "" : "s");
+}
+
+static void side_json(cJSON *root, const char *key, const char *path, const char *sha256)
+{
+    if (!path || !sha256) {
+        cJSON_AddNullToObject(root, key);
+        return;
+    }
+    cJSON *o = cJSON_AddObjectToObject(root, key);
+    vt_tool_json_text(o, "path", path);
+    cJSON_AddStringToObject(o, "sha256", sha256);
+}
+
+/* The same as one JSON document (vt.capture-summary/1). 0, or -1 out of memory. */
+static int summary_json(const summary *m)
+{
+    const vt_capture_opts *o = m->o;
+    const vt_capture_summary *s = &m->s;
+    if (m->reasons->oom) /* a reason was lost: the list would be incomplete */
+        return -1;
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.capture-summary/1");
+    vt_tool_json_text(root, "out", o->out);
+    cJSON_AddStringToObject(root, "format", m->format);
+    cJSON_AddBoolToObject(root, "published", m->published);
+    cJSON_AddNumberToObject(root, "prompts", s->n_prompts);
+    cJSON_AddNumberToObject(root, "repetitions", s->repetitions);
+    cJSON_AddNumberToObject(root, "runs", s->n_runs);
+    cJSON_AddNumberToObject(root, "failed_runs", s->n_failed);
+    cJSON_AddNumberToObject(root, "positions", (double)s->n_positions);
+    cJSON *d = cJSON_AddObjectToObject(root, "determinism");
+    cJSON_AddBoolToObject(d, "identical_tokens", s->identical_tokens);
+    cJSON_AddBoolToObject(d, "identical_logits", s->identical_logits);
+    side_json(root, "logits", o->logits_out, s->logits_sha256);
+    side_json(root, "topk", s->topk_path, s->topk_sha256);
+    cJSON_AddStringToObject(root, "workload_seal", s->workload_seal);
+    cJSON_AddStringToObject(root, "seal", s->seal);
+    cJSON *st = cJSON_AddObjectToObject(root, "strict");
+    cJSON_AddBoolToObject(st, "requested", o->strict);
+    cJSON_AddBoolToObject(st, "passed", m->n_refusals == 0);
+    cJSON *arr = cJSON_AddArrayToObject(st, "reasons");
+    for (int i = 0; i < m->reasons->n; i++) {
+        const vt_reason *r = &m->reasons->v[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, x);
+        /* messages: made text when printed */
+        cJSON_AddStringToObject(x, "rule", r->rule);
+        cJSON_AddStringToObject(x, "file", r->file ? r->file : "");
+        cJSON_AddStringToObject(x, "text", r->text);
+    }
+    return vt_tool_json_print(root, fail0);
+}
+
 int vt_cmd_capture(int argc, char **argv)
 {
     vt_capture_opts o;
     vt_capture_opts_default(&o);
     const char *allow[32];
-    int overwrite = 0, timestamp = 1, shape_given = 0, quiet = 0;
+    int overwrite = 0, timestamp = 1, shape_given = 0, quiet = 0, json = 0;
     vt_progress progress;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -89,6 +195,10 @@ int vt_cmd_capture(int argc, char **argv)
         }
         if (strcmp(a, "--quiet") == 0) {
             quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -181,11 +291,18 @@ int vt_cmd_capture(int argc, char **argv)
         vt_capture_free(c);
         return rc;
     }
-    int n_ref = vt_capture_n_refusals(c);
-    if (o.strict && n_ref) {
-        vt_reasons_print(vt_capture_refusals(c), stderr, "vt-capture", "strict: not published");
+    summary m = { .o = &o, .reasons = vt_capture_refusals(c), .n_refusals = vt_capture_n_refusals(c) };
+    vt_capture_summary_get(c, &m.s);
+    summary_format(c, &o, m.format, sizeof m.format);
+    if (o.strict && m.n_refusals) {
+        vt_reasons_print(m.reasons, stderr, "vt-capture", "strict: not published");
+        rc = 1;
+        if (json && summary_json(&m)) { /* the gate ran and refused: still its summary */
+            fprintf(stderr, "vt-capture: --json: out of memory\n");
+            rc = 2;
+        }
         vt_capture_free(c);
-        return 1;
+        return rc;
     }
     rc = vt_capture_publish(c, overwrite, NULL, NULL, &err);
     if (rc) {
@@ -193,23 +310,15 @@ int vt_cmd_capture(int argc, char **argv)
         vt_capture_free(c);
         return rc;
     }
-    vt_capture_summary s;
-    vt_capture_summary_get(c, &s);
-    printf("vt-capture: wrote %s (%s): %d prompts x %d repeats, %d runs (%d failed), %lld positions\n", o.out,
-           o.score_prefix_of ? VT_PREFIX_SCORES_SCHEMA : VT_CAPTURE_SCHEMA, s.n_prompts, s.repetitions, s.n_runs, s.n_failed,
-           (long long)s.n_positions);
-    printf("  determinism: tokens %s, logits %s\n", s.identical_tokens ? "identical" : "DIFFER",
-           s.identical_logits ? "identical" : "DIFFER");
-    if (o.logits_out)
-        printf("  logits: %s sha256 %s\n", o.logits_out, s.logits_sha256);
-    if (s.topk_path)
-        printf("  top-k: %s sha256 %s\n", s.topk_path, s.topk_sha256);
-    printf("  workload_seal %s\n  seal %s\n", s.workload_seal, s.seal);
-    if (o.strict)
-        printf("  strict: every gate passed\n");
-    else if (n_ref)
-        printf("  not strict-publishable: %d reason%s (run with --strict to list them)\n", n_ref,
-               n_ref == 1 ? "" : "s");
+    m.published = 1;
+    if (!json) {
+        print_summary(&m);
+    } else if (summary_json(&m)) {
+        /* Published: the files stand, only the summary is lost. */
+        fprintf(stderr, "vt-capture: --json: out of memory (%s is published)\n", o.out);
+        vt_capture_free(c);
+        return 2;
+    }
     vt_capture_free(c);
     return 0;
 }

@@ -27,7 +27,7 @@ static const char usage[] =
     "\n"
     "info     print the header, architecture and hyper-parameters, a tokenizer\n"
     "         summary, the other keys, the tensors and per-type totals\n"
-    "         (--json: the same as one JSON object)\n"
+    "         (--json: the same as one JSON object, schema vt.gguf-info/1)\n"
     "rewrite  read IN and write it to OUT through vt's GGUF writer; the bytes\n"
     "         are identical for any file the reader accepts\n"
     "\n"
@@ -426,6 +426,7 @@ static cJSON *build_json(const report *r)
     uint64_t n_kv = vt_gguf_n_kv(g), n_t = vt_gguf_n_tensors(g);
     cJSON *o = cJSON_CreateObject();
     vt_gguf_str name = { vt_gguf_name(g), strlen(vt_gguf_name(g)) };
+    cJSON_AddStringToObject(o, "schema", "vt.gguf-info/1"); /* tools/vt.gguf-info.schema.json */
     cJSON_AddItemToObject(o, "file", json_str(name));
     cJSON_AddItemToObject(o, "version", json_u64(vt_gguf_version(g)));
     cJSON_AddItemToObject(o, "alignment", json_u64(vt_gguf_alignment(g)));

@@ -9,8 +9,10 @@
 #include "../compare/kld_corpus.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
+#include "json_out.h"
 #include "runner_opts.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 static const char usage_text[] =
     "usage: vt kld --model X.gguf --corpus TEXT [--local engine] [--oracle llamacpp]\n"
     "              [--ctx 512] [--chunks N] [--context N] [--by-position N]\n"
-    "              [--local-cache-dtype D] [runner options]\n"
+    "              [--local-cache-dtype D] [--json] [runner options]\n"
     "\n"
     "Both runners teacher-forced on the corpus (a UTF-8 text file, tokenized by the model's\n"
     "vocabulary, special tokens not parsed) in chunks of --ctx tokens (default 512; at most\n"
@@ -33,6 +35,8 @@ static const char usage_text[] =
     "first, for long sequences); --by-position N adds a table of the same per bucket of N\n"
     "positions; --local-cache-dtype gives the local runner its own KV cache dtype (the oracle\n"
     "keeps --cache-dtype). A runner compared with itself is refused (exit 2).\n"
+    "--json: the same numbers as one JSON document on stdout (vt.kld/1, its layout in\n"
+    "compare/vt.kld.schema.json), the --by-position table included, at full precision.\n"
     "\n"
     "example: vt kld --model m.gguf --corpus README.md --ctx 2048 --chunks 1 --context 1 \\\n"
     "             --by-position 256 --local-cache-dtype fp8_e4m3\n";
@@ -43,6 +47,119 @@ static int bad(const char *opt, const char *val, const char *expected)
     return 2;
 }
 
+/* What one run computed, and what it ran: both printers read only this. */
+typedef struct kld_run {
+    const char *model, *corpus, *local_name, *oracle_name;
+    vt_cache_dtype local_cache, oracle_cache;
+    double threshold_mnats;
+    int32_t bucket;
+    const vt_kld_corpus_result *r;
+} kld_run;
+
+static void print_table(const kld_run *k)
+{
+    const vt_kld_corpus_result *r = k->r;
+    const vt_nt_metrics *m = &r->m;
+    printf("vt kld: %s, corpus %s: %lld tokens, %d chunks of %d (positions %d..%d scored in each): %lld "
+           "positions; KV cache: local %s, oracle %s\n", k->model, k->corpus, (long long)r->tokens, r->chunks,
+           r->ctx, r->context, r->ctx - 1, (long long)m->positions, vt_cache_dtype_name(k->local_cache),
+           vt_cache_dtype_name(k->oracle_cache));
+    printf("perplexity: local (%s) %.6f (mean NLL %.8f +- %.2g), oracle (%s) %.6f (mean NLL %.8f +- %.2g); "
+           "ln(PPL(local)/PPL(oracle)) %.3g\n", k->local_name, r->ppl_local, r->nll_local, r->nll_local_unc,
+           k->oracle_name, r->ppl_oracle, r->nll_oracle, r->nll_oracle_unc, r->nll_local - r->nll_oracle);
+    printf("KL(oracle||local): mean %.6g +- %.2g, median %.6g, p90 %.6g, p99 %.6g, p99.9 %.6g, max %.6g "
+           "(chunk %d position %d)\n", m->kld_mean, m->kld_mean_unc, m->kld_median, m->kld_p90, m->kld_p99,
+           m->kld_p999, m->kld_max, m->kld_max_prompt, m->kld_max_position);
+    printf("top-1 agreement %.6f (%lld of %lld); dp of the text's token: RMS %.6g, max %.6g; max |dlogit| %.6g, "
+           "max |dlogprob| %.6g\n", m->top1_agreement, (long long)m->same_top, (long long)m->positions, m->rms_dp,
+           m->max_abs_dp, m->max_abs_dlogit, m->max_abs_dlogprob);
+    printf("actual-prefix gap of the local argmax under the oracle: max %.3f milli-nats, %lld positions above "
+           "%g\n", r->max_gap_mnats, (long long)r->gaps_above, k->threshold_mnats);
+    if (r->n_buckets) {
+        printf("%6s %6s %6s %12s %12s %8s %12s %9s\n", "from", "to", "rows", "KLD-mean", "KLD-max", "top1",
+               "max-gap", "gaps>500");
+        for (int32_t b = 0; b < r->n_buckets; b++) {
+            const vt_kld_bucket *q = &r->buckets[b];
+            printf("%6d %6d %6lld %12.4g %12.4g %8.4f %12.3f %9lld\n", q->from, q->to, (long long)q->m.positions,
+                   q->m.kld_mean, q->m.kld_max, q->m.top1_agreement, q->max_gap_mnats, (long long)q->gaps_above);
+        }
+    }
+}
+
+static void side_json(cJSON *o, const char *key, const char *runner, vt_cache_dtype cache, double ppl, double nll,
+                      double nll_unc)
+{
+    cJSON *s = cJSON_AddObjectToObject(o, key);
+    cJSON_AddStringToObject(s, "runner", runner);
+    cJSON_AddStringToObject(s, "cache_dtype", vt_cache_dtype_name(cache));
+    cJSON_AddNumberToObject(s, "perplexity", ppl);
+    cJSON_AddNumberToObject(s, "mean_nll", nll);
+    cJSON_AddNumberToObject(s, "mean_nll_unc", nll_unc);
+}
+
+/* The same as one JSON document (vt.kld/1: compare/vt.kld.schema.json). 0, or -1 out of memory. */
+static int print_json(const kld_run *k)
+{
+    const vt_kld_corpus_result *r = k->r;
+    const vt_nt_metrics *m = &r->m;
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.kld/1");
+    vt_tool_json_text(root, "model", k->model);
+    vt_tool_json_text(root, "corpus", k->corpus);
+    cJSON_AddNumberToObject(root, "tokens", (double)r->tokens);
+    cJSON_AddNumberToObject(root, "chunks", r->chunks);
+    cJSON_AddNumberToObject(root, "ctx", r->ctx);
+    cJSON_AddNumberToObject(root, "first_scored", r->context);
+    cJSON_AddNumberToObject(root, "positions", (double)m->positions);
+    side_json(root, "local", k->local_name, k->local_cache, r->ppl_local, r->nll_local, r->nll_local_unc);
+    side_json(root, "oracle", k->oracle_name, k->oracle_cache, r->ppl_oracle, r->nll_oracle, r->nll_oracle_unc);
+    cJSON_AddNumberToObject(root, "ln_ppl_ratio", r->nll_local - r->nll_oracle);
+    cJSON *kl = cJSON_AddObjectToObject(root, "kld");
+    cJSON_AddNumberToObject(kl, "mean", m->kld_mean);
+    cJSON_AddNumberToObject(kl, "mean_unc", m->kld_mean_unc);
+    cJSON_AddNumberToObject(kl, "median", m->kld_median);
+    cJSON_AddNumberToObject(kl, "p90", m->kld_p90);
+    cJSON_AddNumberToObject(kl, "p99", m->kld_p99);
+    cJSON_AddNumberToObject(kl, "p99_9", m->kld_p999);
+    cJSON_AddNumberToObject(kl, "max", m->kld_max);
+    cJSON_AddNumberToObject(kl, "max_chunk", m->kld_max_prompt);
+    cJSON_AddNumberToObject(kl, "max_position", m->kld_max_position);
+    cJSON *t1 = cJSON_AddObjectToObject(root, "top1");
+    cJSON_AddNumberToObject(t1, "agreement", m->top1_agreement);
+    cJSON_AddNumberToObject(t1, "same", (double)m->same_top);
+    cJSON *dp = cJSON_AddObjectToObject(root, "dp");
+    cJSON_AddNumberToObject(dp, "rms", m->rms_dp);
+    cJSON_AddNumberToObject(dp, "max_abs", m->max_abs_dp);
+    cJSON_AddNumberToObject(root, "max_abs_dlogit", m->max_abs_dlogit);
+    cJSON_AddNumberToObject(root, "max_abs_dlogprob", m->max_abs_dlogprob);
+    cJSON *gap = cJSON_AddObjectToObject(root, "gap");
+    cJSON_AddNumberToObject(gap, "max_mnats", r->max_gap_mnats);
+    cJSON_AddNumberToObject(gap, "threshold_mnats", k->threshold_mnats);
+    cJSON_AddNumberToObject(gap, "positions_above", (double)r->gaps_above);
+    if (!r->n_buckets) {
+        cJSON_AddNullToObject(root, "by_position");
+    } else {
+        cJSON *bp = cJSON_AddObjectToObject(root, "by_position");
+        cJSON_AddNumberToObject(bp, "bucket", k->bucket);
+        cJSON *arr = cJSON_AddArrayToObject(bp, "buckets");
+        for (int32_t b = 0; b < r->n_buckets; b++) {
+            const vt_kld_bucket *q = &r->buckets[b];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(arr, o);
+            cJSON_AddNumberToObject(o, "from", q->from);
+            cJSON_AddNumberToObject(o, "to", q->to);
+            cJSON_AddNumberToObject(o, "positions", (double)q->m.positions);
+            cJSON_AddNumberToObject(o, "kld_mean", q->m.kld_mean);
+            cJSON_AddNumberToObject(o, "kld_max", q->m.kld_max);
+            cJSON_AddNumberToObject(o, "top1_agreement", q->m.top1_agreement);
+            cJSON_AddNumberToObject(o, "max_gap_mnats", q->max_gap_mnats);
+            cJSON_AddNumberToObject(o, "positions_above", (double)q->gaps_above);
+        }
+    }
+    return vt_tool_json_print(root, fail0);
+}
+
 int vt_cmd_kld(int argc, char **argv)
 {
     vt_runner_settings s;
@@ -50,13 +167,17 @@ int vt_cmd_kld(int argc, char **argv)
     const char *local_name = "engine", *oracle_name = "llamacpp", *corpus = NULL;
     int64_t ctx = 512, chunks = 0, context = 0, bucket = 0;
     vt_cache_dtype local_cache = VT_CACHE_AUTO;
-    int local_cache_set = 0;
+    int local_cache_set = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(usage_text, stdout);
             fputs(vt_runner_options_usage, stdout);
             return 0;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
@@ -151,34 +272,18 @@ int vt_cmd_kld(int argc, char **argv)
         if (err.msg[0])
             fprintf(stderr, "vt kld: %s\n", err.msg);
     } else {
-        const vt_nt_metrics *m = &r.m;
         vt_runner_settings rl, ro;
         vt_runner_resolved(local, &rl);
         vt_runner_resolved(oracle, &ro);
-        printf("vt kld: %s, corpus %s: %lld tokens, %d chunks of %d (positions %d..%d scored in each): %lld "
-               "positions; KV cache: local %s, oracle %s\n", s.model_path, corpus, (long long)r.tokens, r.chunks,
-               r.ctx, r.context, r.ctx - 1, (long long)m->positions, vt_cache_dtype_name(rl.cache_dtype),
-               vt_cache_dtype_name(ro.cache_dtype));
-        printf("perplexity: local (%s) %.6f (mean NLL %.8f +- %.2g), oracle (%s) %.6f (mean NLL %.8f +- %.2g); "
-               "ln(PPL(local)/PPL(oracle)) %.3g\n", local_name, r.ppl_local, r.nll_local, r.nll_local_unc,
-               oracle_name, r.ppl_oracle, r.nll_oracle, r.nll_oracle_unc, r.nll_local - r.nll_oracle);
-        printf("KL(oracle||local): mean %.6g +- %.2g, median %.6g, p90 %.6g, p99 %.6g, p99.9 %.6g, max %.6g "
-               "(chunk %d position %d)\n", m->kld_mean, m->kld_mean_unc, m->kld_median, m->kld_p90, m->kld_p99,
-               m->kld_p999, m->kld_max, m->kld_max_prompt, m->kld_max_position);
-        printf("top-1 agreement %.6f (%lld of %lld); dp of the text's token: RMS %.6g, max %.6g; max |dlogit| %.6g, "
-               "max |dlogprob| %.6g\n", m->top1_agreement, (long long)m->same_top, (long long)m->positions, m->rms_dp,
-               m->max_abs_dp, m->max_abs_dlogit, m->max_abs_dlogprob);
-        printf("actual-prefix gap of the local argmax under the oracle: max %.3f milli-nats, %lld positions above "
-               "500\n", r.max_gap_mnats, (long long)r.gaps_above);
-        if (r.n_buckets) {
-            printf("%6s %6s %6s %12s %12s %8s %12s %9s\n", "from", "to", "rows", "KLD-mean", "KLD-max", "top1",
-                   "max-gap", "gaps>500");
-            for (int32_t b = 0; b < r.n_buckets; b++) {
-                const vt_kld_bucket *q = &r.buckets[b];
-                printf("%6d %6d %6lld %12.4g %12.4g %8.4f %12.3f %9lld\n", q->from, q->to,
-                       (long long)q->m.positions, q->m.kld_mean, q->m.kld_max, q->m.top1_agreement,
-                       q->max_gap_mnats, (long long)q->gaps_above);
-            }
+        const kld_run k = { .model = s.model_path, .corpus = corpus, .local_name = local_name,
+                            .oracle_name = oracle_name, .local_cache = rl.cache_dtype, .oracle_cache = ro.cache_dtype,
+                            .threshold_mnats = ko.threshold_mnats > 0 ? ko.threshold_mnats : 500.0,
+                            .bucket = (int32_t)bucket, .r = &r };
+        if (!json) {
+            print_table(&k);
+        } else if (print_json(&k)) {
+            fprintf(stderr, "vt kld: --json: out of memory\n");
+            rc = VT_EINPUT;
         }
     }
     vt_kld_corpus_result_free(&r);

@@ -3,14 +3,16 @@
 #include "cmds.h"
 
 #include "../provenance/provenance.h"
+#include "json_out.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
     "usage: vt provenance manifest make FILE... [-o M.json]\n"
-    "       vt provenance manifest verify M.json [--base DIR]\n"
+    "       vt provenance manifest verify M.json [--base DIR] [--json]\n"
     "       vt provenance identity [--json]\n"
     "       vt provenance verify-wheel WHEEL [--installed DIR]\n"
     "       vt provenance verify-npm TARBALL --lock LOCK --name NAME [--root DIR --loaded SO...]\n"
@@ -19,7 +21,10 @@ static const char usage_text[] =
     "manifest make     vt.manifest/1 of the files (name, size, sha256), written to M.json\n"
     "                  with names relative to its directory, or printed (names as given)\n"
     "manifest verify   every listed file (relative names against --base, default the\n"
-    "                  manifest's directory) has its size and sha256; lists each mismatch\n"
+    "                  manifest's directory) has its size and sha256; lists each mismatch;\n"
+    "                  --json: each file (size and sha256 listed and found, status, the\n"
+    "                  mismatch) as one JSON document on stdout (vt.manifest-verify/1,\n"
+    "                  provenance/vt.manifest-verify.schema.json), also on exit 1\n"
     "identity          this process: executable and every mapped shared object (sha256),\n"
     "                  library versions, CPU model and ISA flags, kernel, cores\n"
     "verify-wheel      every RECORD entry against the wheel's members; with --installed,\n"
@@ -97,16 +102,70 @@ static int cmd_manifest_make(int argc, char **argv)
     return rc == VT_OK ? 0 : fail(&err);
 }
 
+static const char *manifest_status_name(int status)
+{
+    switch (status) {
+    case VT_MANIFEST_OK: return "ok";
+    case VT_MANIFEST_MISSING: return "missing";
+    case VT_MANIFEST_UNREADABLE: return "unreadable";
+    default: return "differs";
+    }
+}
+
+/* vt provenance manifest verify --json: each file of m with what was found
+ * (vt.manifest-verify/1). 0, or -1 out of memory. */
+static int manifest_verify_json(const char *path, const char *base, const vt_manifest *m,
+                                const vt_manifest_result *res, int rc)
+{
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.manifest-verify/1");
+    vt_tool_json_text(root, "manifest", path);
+    vt_tool_json_text(root, "base", base);
+    cJSON *files = cJSON_AddArrayToObject(root, "files");
+    int matched = 0;
+    for (int i = 0; i < m->n_files; i++) {
+        const vt_manifest_result *r = &res[i];
+        const int read = r->status == VT_MANIFEST_OK || r->status == VT_MANIFEST_DIFFERS;
+        matched += r->status == VT_MANIFEST_OK;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(files, o);
+        vt_tool_json_text(o, "name", m->files[i].name);
+        vt_tool_json_text(o, "path", r->path);
+        cJSON_AddStringToObject(o, "status", manifest_status_name(r->status));
+        vt_tool_json_u64(o, "size", m->files[i].size);
+        cJSON_AddStringToObject(o, "sha256", m->files[i].sha256.hex);
+        if (read) {
+            vt_tool_json_u64(o, "found_size", r->size);
+            cJSON_AddStringToObject(o, "found_sha256", r->sha256.hex);
+        } else {
+            cJSON_AddNullToObject(o, "found_size");
+            cJSON_AddNullToObject(o, "found_sha256");
+        }
+        if (r->problem) /* a message: made text when printed */
+            cJSON_AddStringToObject(o, "problem", r->problem);
+        else
+            cJSON_AddNullToObject(o, "problem");
+    }
+    cJSON_AddNumberToObject(root, "matched", matched);
+    cJSON_AddNumberToObject(root, "mismatched", m->n_files - matched);
+    cJSON_AddBoolToObject(root, "verified", rc == VT_OK);
+    return vt_tool_json_print(root, fail0);
+}
+
 static int cmd_manifest_verify(int argc, char **argv)
 {
     const char *path = NULL, *base = NULL;
+    int json = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--base") == 0) {
             if (i + 1 >= argc)
                 return usage_error("--base: expected a directory");
             base = argv[++i];
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "vt provenance manifest verify: option '%s': expected --base\n", argv[i]);
+            fprintf(stderr, "vt provenance manifest verify: option '%s': expected --base or --json\n", argv[i]);
             return 2;
         } else if (path) {
             return usage_error("manifest verify: expected one manifest");
@@ -138,14 +197,24 @@ static int cmd_manifest_verify(int argc, char **argv)
         free(dir);
         return fail(&err);
     }
-    char **problems = NULL;
-    int n_problems = 0;
-    rc = vt_manifest_check(&m, base, &problems, &n_problems, &err);
-    for (int i = 0; i < n_problems; i++)
-        printf("MISMATCH %s\n", problems[i]);
-    if (rc == VT_OK)
-        printf("verified %s: %d files match\n", path, m.n_files);
-    vt_prov_lines_free(problems, n_problems);
+    vt_manifest_result *res = NULL;
+    rc = vt_manifest_check_files(&m, base, &res, &err);
+    if (rc != VT_EINPUT && json) {
+        if (manifest_verify_json(path, base ? base : ".", &m, res, rc)) {
+            vt_manifest_results_free(res, m.n_files);
+            vt_manifest_free(&m);
+            free(dir);
+            fprintf(stderr, "vt provenance manifest verify: --json: out of memory\n");
+            return 2;
+        }
+    } else if (rc != VT_EINPUT) {
+        for (int i = 0; i < m.n_files; i++)
+            if (res[i].problem)
+                printf("MISMATCH %s\n", res[i].problem);
+        if (rc == VT_OK)
+            printf("verified %s: %d files match\n", path, m.n_files);
+    }
+    vt_manifest_results_free(res, m.n_files);
     vt_manifest_free(&m);
     free(dir);
     return rc == VT_OK ? 0 : fail(&err);

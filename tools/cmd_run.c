@@ -24,6 +24,7 @@ static const char usage_text[] =
     "--score teacher-forces the given token ids after the prompt. IDS: comma-separated ids.\n"
     "Prints each position's token, its text and the --show-top (default 5) log-probs.\n"
     "--repeats N runs it N times and checks tokens and logits are bit-identical (exit 1 if not).\n"
+    "--json: the same as one JSON object, schema vt.run/1.\n"
     "example: vt run --runner engine --model tiny-Q8_0.gguf --prompt \"The capital of France is\" --max-tokens 8\n";
 
 static int bad(const char *opt, const char *val, const char *expected)
@@ -260,6 +261,7 @@ int vt_cmd_run(int argc, char **argv)
         cJSON *root = json ? cJSON_CreateObject() : NULL;
         cJSON *positions = NULL;
         if (json) {
+            cJSON_AddStringToObject(root, "schema", "vt.run/1"); /* tools/vt.run.schema.json */
             cJSON_AddStringToObject(root, "runner", id.runner);
             cJSON_AddStringToObject(root, "version", id.version);
             cJSON_AddStringToObject(root, "backend", id.backend);

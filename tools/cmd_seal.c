@@ -4,14 +4,16 @@
 #include "../common/vt_parse.h"
 #include "../common/vt_progress.h"
 #include "../evidence/seal.h"
+#include "json_out.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
     "usage: vt-seal create DIR -o X.tar.gz [--attestation] [--level 1-9] [--threads N] [--overwrite] [--quiet]\n"
-    "       vt-seal verify X.tar.gz [--seal S] [--threads N] [LIMITS] [--quiet]\n"
+    "       vt-seal verify X.tar.gz [--seal S] [--threads N] [LIMITS] [--quiet] [--json]\n"
     "       vt-seal extract X.tar.gz -C DIR [--seal S] [--threads N] [LIMITS] [--quiet]\n"
     "\n"
     "create   deterministic archive of DIR (regular files and directories only):\n"
@@ -21,6 +23,11 @@ static const char usage_text[] =
     "         X.tar.gz.intoto.json for signing tools. X may not be inside DIR.\n"
     "verify   X.tar.gz against its seal (default X.tar.gz.seal.json) and every member\n"
     "         against the manifest; also X.tar.gz.intoto.json where it exists.\n"
+    "         --json: what it checked as one JSON document on stdout (vt.seal-verify/1,\n"
+    "         evidence/vt.seal-verify.schema.json): the archive's size and sha256, the\n"
+    "         manifest's sha256, each member found as the manifest lists it (path, type,\n"
+    "         mode, size, sha256), whether the seal and attestation matched, verified\n"
+    "         true or false and the problem; also when a check fails (exit 1), not on exit 2.\n"
     "extract  into DIR, which must not exist or be empty; refuses absolute paths, '..',\n"
     "         links, devices, FIFOs, duplicate or case-colliding names, size mismatches,\n"
     "         corrupt gzip and archives over the limits; checks every member against the\n"
@@ -60,6 +67,70 @@ static int parse_size(const char *v, uint64_t *out)
     return 1;
 }
 
+/* What vt-seal verify checked (also when a check failed: rc VT_ECHECK,
+ * err the problem) as one JSON document (vt.seal-verify/1); seal_path:
+ * --seal, or NULL for the default. 0, or -1 out of memory. */
+static int verify_json(const vt_seal *s, const char *archive, const char *seal_path, int rc, const vt_error *err)
+{
+    const vt_seal_info *info = vt_seal_result(s);
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.seal-verify/1");
+    cJSON *a = cJSON_AddObjectToObject(root, "archive");
+    vt_tool_json_text(a, "path", archive);
+    if (info->archive_sha256[0]) { /* read to its end */
+        vt_tool_json_u64(a, "size", info->archive_size);
+        cJSON_AddStringToObject(a, "sha256", info->archive_sha256);
+    } else {
+        cJSON_AddNullToObject(a, "size");
+        cJSON_AddNullToObject(a, "sha256");
+    }
+    cJSON *sl = cJSON_AddObjectToObject(root, "seal");
+    char *path = malloc(strlen(archive) + sizeof ".intoto.json");
+    if (seal_path) {
+        vt_tool_json_text(sl, "path", seal_path);
+    } else if (path) { /* the library's default */
+        sprintf(path, "%s.seal.json", archive);
+        vt_tool_json_text(sl, "path", path);
+    }
+    cJSON_AddBoolToObject(sl, "matched", info->seal_checked);
+    cJSON *m = cJSON_AddObjectToObject(root, "manifest");
+    vt_tool_json_text(m, "sha256", info->manifest_sha256[0] ? info->manifest_sha256 : NULL);
+    size_t listed = 0, matched = vt_seal_checked(s, &listed);
+    cJSON_AddNumberToObject(m, "members", (double)listed);
+    cJSON *members = cJSON_AddArrayToObject(root, "members");
+    vt_seal_entry e;
+    for (size_t i = 0; i < matched && vt_seal_checked_entry(s, i, &e); i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(members, o);
+        vt_tool_json_text(o, "path", e.path);
+        cJSON_AddStringToObject(o, "type", e.is_dir ? "dir" : "file");
+        char mode[8];
+        snprintf(mode, sizeof mode, "%04o", e.mode);
+        cJSON_AddStringToObject(o, "mode", mode);
+        vt_tool_json_u64(o, "size", e.size);
+        vt_tool_json_text(o, "sha256", e.is_dir ? NULL : e.sha256);
+    }
+    cJSON_AddNumberToObject(root, "members_matched", (double)matched);
+    cJSON *at = cJSON_AddObjectToObject(root, "attestation");
+    if (path) {
+        sprintf(path, "%s.intoto.json", archive);
+        vt_tool_json_text(at, "path", path);
+    }
+    cJSON_AddBoolToObject(at, "matched", info->attestation_checked);
+    cJSON_AddBoolToObject(root, "verified", rc == VT_OK);
+    if (rc == VT_OK)
+        cJSON_AddNullToObject(root, "problem");
+    else /* a message: made text when printed */
+        cJSON_AddStringToObject(root, "problem", err->msg);
+    if (!path) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    free(path);
+    return vt_tool_json_print(root, fail0);
+}
+
 int vt_cmd_seal(int argc, char **argv)
 {
     if (argc < 2) {
@@ -83,8 +154,8 @@ int vt_cmd_seal(int argc, char **argv)
     vt_seal_limits_default(&lim);
     vt_error err;
     vt_error_clear(&err);
-    const char *input = NULL, *output = NULL;
-    int rc = 0, quiet = 0;
+    const char *input = NULL, *output = NULL, *seal_path = NULL;
+    int rc = 0, quiet = 0, json = 0;
     vt_progress progress;
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *a = argv[i];
@@ -103,6 +174,10 @@ int vt_cmd_seal(int argc, char **argv)
         }
         if (strcmp(a, "--quiet") == 0) {
             quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0 && op == 'v') {
+            json = 1;
             continue;
         }
         if (a[0] != '-' || a[1] == '\0') {
@@ -129,8 +204,10 @@ int vt_cmd_seal(int argc, char **argv)
                 rc = bad(a, v, "an integer in 0..256");
             else
                 vt_seal_set_threads(s, (int)n, &err);
-        } else if (strcmp(a, "--seal") == 0 && op != 'c')
+        } else if (strcmp(a, "--seal") == 0 && op != 'c') {
             vt_seal_set_seal_path(s, v, &err);
+            seal_path = v;
+        }
         else if (strcmp(a, "--max-entries") == 0 && op != 'c') {
             if (!vt_parse_u64(v, &lim.max_entries) || lim.max_entries == 0)
                 rc = bad(a, v, "a positive integer");
@@ -158,6 +235,13 @@ int vt_cmd_seal(int argc, char **argv)
           : op == 'v' ? vt_seal_verify(s, input, &err)
                       : vt_seal_extract(s, input, output, &err);
     vt_progress_end(&progress); /* a line left by an early return ends before any message */
+    /* The check ran (passed, or failed: exit 1): its JSON. Refused input
+     * (exit 2) has none. */
+    if (json && (r == VT_OK || r == VT_ECHECK) && verify_json(s, input, seal_path, r, &err)) {
+        fprintf(stderr, "vt-seal verify: --json: out of memory\n");
+        vt_seal_free(s);
+        return 2;
+    }
     if (r != VT_OK) {
         fprintf(stderr, "vt-seal %s: %s\n", cmd, err.msg);
         vt_seal_free(s);
@@ -166,7 +250,9 @@ int vt_cmd_seal(int argc, char **argv)
     if (err.msg[0]) /* a publication that stands, with a note (leftover backup) */
         fprintf(stderr, "vt-seal %s: note: %s\n", cmd, err.msg);
     const vt_seal_info *info = vt_seal_result(s);
-    if (op == 'c')
+    if (json)
+        ; /* printed above */
+    else if (op == 'c')
         printf("%s: %llu members, %llu data bytes, %llu bytes, sha256 %s\n", output,
                (unsigned long long)info->members, (unsigned long long)info->data_bytes,
                (unsigned long long)info->archive_size, info->archive_sha256);
