@@ -41,6 +41,54 @@ typedef struct dist {
     int used; /* owns a file the process imported */
 } dist;
 
+/* The runtime's files as found (their lines are made from these at the end). */
+typedef struct outside_list {
+    vt_imports_outside *v;
+    int n, cap, oom;
+} outside_list;
+
+static void add_outside(outside_list *l, int object, const char *path, const vt_sha256_hex *sha256, int in_site)
+{
+    if (l->oom)
+        return;
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 16;
+        vt_imports_outside *v = realloc(l->v, sizeof *v * (size_t)nc);
+        if (!v) {
+            l->oom = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = nc;
+    }
+    vt_imports_outside *o = &l->v[l->n];
+    if (!(o->path = vt_prov_strdup(path))) {
+        l->oom = 1;
+        return;
+    }
+    o->object = object;
+    o->sha256 = *sha256;
+    o->in_site = in_site;
+    l->n++;
+}
+
+static void free_outside(vt_imports_outside *v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i].path);
+    free(v);
+}
+
+static void free_dists(vt_imports_dist *v, int n)
+{
+    for (int i = 0; v && i < n; i++) {
+        free(v[i].name);
+        free(v[i].version);
+        free(v[i].record);
+    }
+    free(v);
+}
+
 static int cmp_rec(const void *a, const void *b)
 {
     return strcmp(((const rec_file *)a)->path, ((const rec_file *)b)->path);
@@ -62,6 +110,8 @@ void vt_imports_report_free(vt_imports_report *r)
     for (int i = 0; i < r->n_loaded; i++)
         free(r->loaded[i]);
     free(r->loaded);
+    free_dists(r->dist_entries, r->n_dists);
+    free_outside(r->outside_entries, r->n_outside);
     memset(r, 0, sizeof *r);
 }
 
@@ -168,7 +218,7 @@ static int under(const char *path, const char *dir)
 /* One imported file. */
 static void check_file(const char *what, const char *path, const char *module, const rec_file *recs, int n_recs,
                        dist *dists, char real_sites[][PATH_MAX], int n_sites, const cJSON *required,
-                       vt_imports_report *out, vt_lines *problems, vt_lines *outside, vt_lines *loaded)
+                       vt_imports_report *out, vt_lines *problems, outside_list *outside, vt_lines *loaded)
 {
     char real[PATH_MAX];
     if (!realpath(path, real)) {
@@ -232,11 +282,8 @@ static void check_file(const char *what, const char *path, const char *module, c
     if (is_required)
         vt_lines_addf(problems, "%s %s of %s: in no distribution's RECORD: expected every required package's file "
                       "covered by its RECORD", what, real, module);
-    else if (in_site)
-        vt_lines_addf(outside, "%s %s sha256 %s (in a site directory, in no distribution's RECORD)", what, real,
-                      got.hex);
     else
-        vt_lines_addf(outside, "%s %s sha256 %s", what, real, got.hex);
+        add_outside(outside, !module, real, &got, in_site);
 }
 
 static char **take(vt_lines *l, int *n)
@@ -277,7 +324,8 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
     rec_file *recs = NULL;
     dist *dists = NULL;
     int n_recs = 0, cap = 0, n_dists = 0, s = 0;
-    vt_lines problems = { 0 }, outside = { 0 }, loaded = { 0 };
+    vt_lines problems = { 0 }, loaded = { 0 };
+    outside_list outside = { 0 };
     for (const cJSON *x = rc ? NULL : sites->child; x && !rc; x = x->next, s++) {
         if (!cJSON_IsString(x) || !realpath(x->valuestring, real_sites[s]))
             rc = vt_error_set(err, VT_EINPUT, "%s: sites[%d]: expected an existing directory", path, s);
@@ -329,16 +377,49 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
             vt_lines_addf(&problems, "required %s: no module of it imported: expected the process to have run it",
                           q->valuestring);
     }
-    vt_lines dl = { 0 };
+    /* The distributions used and the runtime's files, field by field; their
+     * lines made from the same fields. */
+    int n_used = 0;
     for (int i = 0; !rc && i < n_dists; i++)
-        if (dists[i].used)
-            vt_lines_addf(&dl, "%s %s RECORD sha256 %s", dists[i].name ? dists[i].name : "?",
-                      dists[i].version ? dists[i].version : "?", dists[i].record_sha256.hex);
-    if (!rc && (problems.oom || outside.oom || dl.oom || loaded.oom))
+        n_used += dists[i].used;
+    vt_imports_dist *de = rc ? NULL : calloc((size_t)n_used + 1, sizeof *de);
+    if (!rc && !de)
         rc = vt_error_set(err, VT_EINPUT, "out of memory");
-    out->dists = take(&dl, &out->n_dists);
+    vt_lines dl = { 0 }, ol = { 0 };
+    for (int i = 0, k = 0; !rc && i < n_dists; i++) {
+        if (!dists[i].used)
+            continue;
+        vt_imports_dist *d = &de[k++];
+        d->name = dists[i].name;
+        d->version = dists[i].version;
+        d->record = dists[i].record;
+        d->record_sha256 = dists[i].record_sha256;
+        dists[i].name = dists[i].version = dists[i].record = NULL;
+        if (!d->name || !d->version || !d->record) {
+            rc = vt_error_set(err, VT_EINPUT, "out of memory");
+            break;
+        }
+        vt_lines_addf(&dl, "%s %s RECORD sha256 %s", d->name, d->version, d->record_sha256.hex);
+    }
+    for (int i = 0; !rc && i < outside.n; i++) {
+        const vt_imports_outside *o = &outside.v[i];
+        vt_lines_addf(&ol, "%s %s sha256 %s%s", o->object ? "object" : "module", o->path, o->sha256.hex,
+                      o->in_site ? " (in a site directory, in no distribution's RECORD)" : "");
+    }
+    if (!rc && (problems.oom || outside.oom || dl.oom || ol.oom || loaded.oom))
+        rc = vt_error_set(err, VT_EINPUT, "out of memory");
+    if (rc) { /* nothing of it handed over */
+        free_dists(de, n_used);
+        free_outside(outside.v, outside.n);
+        vt_prov_lines_free(dl.v, dl.n);
+        vt_prov_lines_free(ol.v, ol.n);
+    } else { /* the lines and the entries in step: n_used = dl.n, outside.n = ol.n */
+        out->dists = take(&dl, &out->n_dists);
+        out->dist_entries = de;
+        out->outside = take(&ol, &out->n_outside);
+        out->outside_entries = outside.v;
+    }
     out->problems = take(&problems, &out->n_problems);
-    out->outside = take(&outside, &out->n_outside);
     out->loaded = take(&loaded, &out->n_loaded);
     out->ok = !rc && out->n_problems == 0;
     for (int i = 0; i < n_recs; i++) {

@@ -170,6 +170,23 @@ void vt_package_report_free(vt_package_report *r);
 
 
 /* ---- imported bytes (a Python process's, against its distributions) ---- */
+/* A distribution owning an imported file, field by field (its line in
+ * vt_imports_report.dists is made from these). */
+typedef struct vt_imports_dist {
+    char *name, *version;        /* of its NAME-VERSION.dist-info directory */
+    char *record;                /* its RECORD's path (the site's real path joined) */
+    vt_sha256_hex record_sha256; /* of that RECORD's bytes */
+} vt_imports_dist;
+
+/* An imported file from outside every distribution, field by field (its
+ * line in vt_imports_report.outside is made from these). */
+typedef struct vt_imports_outside {
+    int object;           /* 1 one of the objects (a shared object), 0 a module's file */
+    char *path;           /* its real path */
+    vt_sha256_hex sha256; /* of its bytes */
+    int in_site;          /* in a site directory, yet in no distribution's RECORD */
+} vt_imports_outside;
+
 typedef struct vt_imports_report {
     int modules, objects;   /* entries checked */
     int verified;           /* files whose sha256 and size a RECORD lists */
@@ -185,6 +202,8 @@ typedef struct vt_imports_report {
     char **loaded;          /* the shared objects verified (real paths, in the file's order) */
     int n_loaded;
     int ok;                 /* no problem */
+    vt_imports_dist *dist_entries;       /* n_dists: dists[i] field by field */
+    vt_imports_outside *outside_entries; /* n_outside: outside[i] field by field */
 } vt_imports_report;
 
 /* Reads a vt.imports/1 file (provenance/imports.c says what it holds and

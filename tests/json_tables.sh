@@ -14,10 +14,16 @@
 #   vt.capture-summary/1   vt-capture --json (and refused by the strict gate: exit 1)
 #   vt.manifest-verify/1   vt provenance manifest verify --json (and a file changed: exit 1)
 #   vt.seal-verify/1       vt-seal verify --json (and the archive changed: exit 1)
-# usage: tests/json_tables.sh BINDIR SOURCE_DIR
+#   vt.wheel-verify/1      vt provenance verify-wheel --json: Debian's pip wheel (and a member changed: exit 1)
+#   vt.npm-verify/1        vt provenance verify-npm --json: the pinned tarball and a library loaded from
+#                          it (and a lock pinning other bytes for it: exit 1)
+#   vt.imports-verify/1    vt provenance verify-imports --json: a python3 that imported a distribution's
+#                          module and one from outside every RECORD (and that one required: exit 1)
+# usage: tests/json_tables.sh BINDIR SOURCE_DIR [DEPS_DIR (scripts/bootstrap's output; default SOURCE_DIR/deps)]
 set -uo pipefail
 vt=$(cd "$1" && pwd)/vt
 src=$(cd "$2" && pwd)
+deps=$(cd "${3:-$src/deps}" && pwd)
 py=/usr/bin/python3
 validate=$src/tests/support/validate_schema.py
 work=$(mktemp -d)
@@ -70,12 +76,60 @@ cp ev.tar.gz x.tar.gz && cp ev.tar.gz.seal.json x.tar.gz.seal.json
 printf 'x' | dd of=x.tar.gz bs=1 seek=100 conv=notrunc status=none
 json seal-verify-failed 1 "$vt" seal verify x.tar.gz --json
 
+# provenance: Debian's pip wheel, then a copy with one member changed
+whl=$(ls /usr/share/python-wheels/pip-*.whl | tail -1)
+json wheel-verify 0 "$vt" provenance verify-wheel "$whl" --json
+"$py" - "$whl" pip-0-py3-none-any.whl <<'EOF' || bad "could not make the changed wheel"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as a, zipfile.ZipFile(sys.argv[2], "w") as b:
+    for i in a.infolist():
+        data = a.read(i)
+        b.writestr(i, data + b"# changed\n" if i.filename == "pip/__init__.py" else data)
+EOF
+json wheel-verify-failed 1 "$vt" provenance verify-wheel pip-0-py3-none-any.whl --json
+# the pinned npm tarball and a library loaded from it; then a lock pinning
+# the main package's bytes for it
+npm=(verify-npm "$deps/npm/node-llama-cpp-linux-x64-3.22.1.tgz" --name @node-llama-cpp/linux-x64)
+json npm-verify 0 "$vt" provenance "${npm[@]}" --lock "$src/oracle/llamacpp.lock.json" --root "$deps/linux-x64" \
+    --loaded "$deps/linux-x64/bins/linux-x64/libggml-base.so" --json
+"$py" - "$src/oracle/llamacpp.lock.json" lock.json <<'EOF' || bad "could not make the wrong lock"
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {p["name"]: p for p in d["packages"]}
+by["@node-llama-cpp/linux-x64"]["integrity"] = by["node-llama-cpp"]["integrity"]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+json npm-verify-failed 1 "$vt" provenance "${npm[@]}" --lock lock.json --json
+# a python3 (-I -S: only the imports below) that imported foo, a distribution
+# with its RECORD, and helper, from outside every distribution; then helper required
+mkdir -p site/foo site/foo-1.0.dist-info outside
+printf 'X = 1\n' > site/foo/__init__.py
+printf 'H = 3\n' > outside/helper.py
+printf 'Name: foo\n' > site/foo-1.0.dist-info/METADATA
+"$py" - <<'EOF' || bad "could not write foo's RECORD"
+import base64, hashlib
+rows = []
+for p in ["foo/__init__.py", "foo-1.0.dist-info/METADATA"]:
+    b = open("site/" + p, "rb").read()
+    d = base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
+    rows.append("%s,sha256=%s,%d" % (p, d, len(b)))
+rows.append("foo-1.0.dist-info/RECORD,,")
+open("site/foo-1.0.dist-info/RECORD", "w").write("\n".join(rows) + "\n")
+EOF
+for x in "imports.json foo" "imports-req.json foo helper"; do
+    # shellcheck disable=SC2086 # x: the file, then the packages required
+    "$py" -B -I -S -c 'import sys; sys.path[:0] = ["site", "outside", sys.argv[1]]; import foo, helper, vt_imports
+vt_imports.write(sys.argv[2], sys.argv[3:])' "$src/oracle/transformers" $x || bad "imports: $x"
+done
+json imports-verify 0 "$vt" provenance verify-imports imports.json --json
+json imports-verify-failed 1 "$vt" provenance verify-imports imports-req.json --json
+
 # Every document valid; every format met.
 if ! "$py" "$validate" --root "$src" out/*.json > validate.txt 2>&1; then
     bad "validate_schema.py: $(grep -v '^ok ' validate.txt | head -5)"
 fi
 for f in vt.agree/1 vt.kld/1 vt.codec-list/1 vt.codec-check/1 vt.capture-summary/1 vt.manifest-verify/1 \
-    vt.seal-verify/1; do
+    vt.seal-verify/1 vt.wheel-verify/1 vt.npm-verify/1 vt.imports-verify/1; do
     grep -q "^ok .* $f\$" validate.txt || bad "no valid document of $f: $(head -c 400 validate.txt)"
 done
 
@@ -106,6 +160,9 @@ defects = {
     "capture-summary": put(["seal"], 12),
     "manifest-verify": put(["files", 0, "status"], "fine"),      # outside the enum
     "seal-verify": drop(["verified"]),
+    "wheel-verify": put(["verified"], False),                    # failed, yet no problem
+    "npm-verify": drop(["lock", "integrity"]),
+    "imports-verify": put(["runtime", 0, "kind"], "library"),
 }
 for name, defect in defects.items():
     with open(os.path.join(src, name + ".json")) as f:
@@ -120,5 +177,5 @@ for f in bad/*.json; do
     grep -q "^rejected $f vt\." invalid.txt || bad "$f: not rejected by its format's schema: $(grep "$f" invalid.txt)"
 done
 
-[ $fail = 0 ] && echo "json_tables: OK: $(ls out | wc -l) documents of 7 formats valid, 7 defective copies rejected"
+[ $fail = 0 ] && echo "json_tables: OK: $(ls out | wc -l) documents of 10 formats valid, 10 defective copies rejected"
 exit $fail

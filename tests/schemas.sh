@@ -11,8 +11,9 @@
 #    verdict, a model manifest, a sealed archive with its seal, manifest and
 #    in-toto statement, vt bench, vt op check, vt gguf info, vt run and
 #    vt provenance identity --json, the --json of vt agree, vt kld, vt codec
-#    list and check, vt provenance manifest verify, vt-capture and vt-seal
-#    verify, vt export's vt_tokens.json, and the
+#    list and check, vt provenance manifest verify, verify-wheel, verify-npm
+#    and verify-imports, vt-capture and vt-seal verify, vt export's
+#    vt_tokens.json, and the
 #    vt.imports/1 list of a Python process): every file it wrote, found with
 #    find, is valid (a file of no known format fails: every file vt writes
 #    has a schema; only the formats of others, named in FOREIGN, are left
@@ -29,10 +30,11 @@
 # A new format: its row in validate_schema.py's FORMATS, a step below that
 # writes it under out/ (or a derivation, for an older version), and its line
 # in M (the mutation its schema must reject); the test fails while one lacks.
-# usage: tests/schemas.sh BIN_DIR SOURCE_DIR
+# usage: tests/schemas.sh BIN_DIR SOURCE_DIR [DEPS_DIR (scripts/bootstrap's output; default SOURCE_DIR/deps)]
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
+deps=$(cd "${3:-$src/deps}" && pwd)
 vt=$bin/vt
 py=/usr/bin/python3 # Debian's, with python3-jsonschema (scripts/bootstrap installs it)
 validate() { "$py" "$src/tests/support/validate_schema.py" --root "$src" "$@"; }
@@ -116,6 +118,16 @@ mkdir out/export
 run export "$vt" export --safetensors out/export in/tiny.gguf
 run imports "$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import vt_imports; vt_imports.write(sys.argv[2], ["json"])' \
     "$src/oracle/transformers" out/imports.json
+# the packages' verification (the same list with nothing required verifies;
+# tests/json_tables.sh also runs the failing checks)
+run imports-none "$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import vt_imports; vt_imports.write(sys.argv[2], [])' \
+    "$src/oracle/transformers" in/imports-none.json
+json imports-verify out/imports-verify.json "$vt" provenance verify-imports in/imports-none.json --json
+json wheel-verify out/wheel-verify.json "$vt" provenance verify-wheel \
+    "$(ls /usr/share/python-wheels/pip-*.whl | tail -1)" --json
+json npm-verify out/npm-verify.json "$vt" provenance verify-npm "$deps/npm/node-llama-cpp-linux-x64-3.22.1.tgz" \
+    --lock "$src/oracle/llamacpp.lock.json" --name @node-llama-cpp/linux-x64 --root "$deps/linux-x64" \
+    --loaded "$deps/linux-x64/bins/linux-x64/libggml-base.so" --json
 run seal "$bin/vt-seal" create out -o sealed.tar.gz --attestation --quiet
 run seal-verify "$bin/vt-seal" verify sealed.tar.gz --quiet
 mkdir sealed
@@ -279,6 +291,9 @@ M = [
     ("vt.seal-verify/1", "sealed/verify.json", DEL, ["verified"], None),
     ("vt.manifest-verify/1", "out/manifest-verify.json", SET, ["files", 0, "status"], "fine"),
     ("vt.capture-summary/1", "out/capture-summary.json", SET, ["seal"], 12),
+    ("vt.wheel-verify/1", "out/wheel-verify.json", SET, ["wheel", "sha256"], "sha256:" + "0" * 64),
+    ("vt.npm-verify/1", "out/npm-verify.json", SET, ["loaded", 0, "sha256"], "0" * 64),
+    ("vt.imports-verify/1", "out/imports-verify.json", SET, ["problems"], ["a problem, yet verified"]),
     # binary side files: (offset, bytes) written over a copy, or a negative offset: cut that many bytes
     ("vt.logits/1", "out/engine.logits", "bytes", 16, b"VTLX"),          # the first frame's magic
     ("vt.topk/1", "out/engine.topk", "bytes", -4, None),                 # not whole positions

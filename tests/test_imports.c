@@ -6,11 +6,14 @@
  * cannot ask under -I); then a tampered byte, a missing RECORD entry, a
  * module from outside every distribution (the runtime: listed, never
  * counted verified; of a required package: a problem), a required package
- * never imported, and malformed input. */
+ * never imported, and malformed input; and --json, the text's report. */
 #include <criterion/criterion.h>
 
 #include "tests/support/vt_test.h"
 
+#include "common/vt_json.h"
+
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +133,135 @@ Test(imports, a_real_process_against_its_distributions_records, .timeout = 60)
     rc = verify("bad.json", out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 2);
     cr_assert_str_eq(err, "vt provenance: bad.json: schema: expected \"vt.imports/1\"\n");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The text verify-imports prints (stdout), made again from the values of
+ * its --json document. */
+static void imports_text_from_json(const cJSON *doc, char *out, size_t cap)
+{
+    size_t k = 0;
+#define ADD(...) (k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, __VA_ARGS__))
+    const cJSON *x, *p = vt_test_get(doc, "problems");
+    int n = cJSON_GetArraySize(p);
+    ADD("imports %s\n  modules %d, objects %d: %d verified against a RECORD, %d from outside every distribution (the "
+        "runtime, unverified), %d problem%s\n",
+        vt_test_get(doc, "imports")->valuestring, vt_test_get(doc, "modules")->valueint,
+        vt_test_get(doc, "objects")->valueint, vt_test_get(doc, "files_verified")->valueint,
+        cJSON_GetArraySize(vt_test_get(doc, "runtime")), n, n == 1 ? "" : "s");
+    cJSON_ArrayForEach(x, vt_test_get(doc, "distributions"))
+        ADD("  distribution %s %s RECORD sha256 %s\n", vt_test_get(x, "name")->valuestring,
+            vt_test_get(x, "version")->valuestring, vt_test_get(x, "record_sha256")->valuestring);
+    cJSON_ArrayForEach(x, vt_test_get(doc, "runtime"))
+        ADD("  runtime %s %s sha256 %s%s\n", vt_test_get(x, "kind")->valuestring, vt_test_get(x, "path")->valuestring,
+            vt_test_get(x, "sha256")->valuestring,
+            cJSON_IsTrue(vt_test_get(x, "in_site")) ? " (in a site directory, in no distribution's RECORD)" : "");
+    cJSON_ArrayForEach(x, p)
+        ADD("  PROBLEM: %s\n", x->valuestring);
+    if (cJSON_IsTrue(vt_test_get(doc, "verified")))
+        ADD("verified\n");
+#undef ADD
+    cr_assert_lt(k, cap, "the text from the JSON: too long");
+}
+
+/* verify-imports NAME as text and with --json: the same exit (want), the
+ * JSON of vt.imports-verify/1 with verified as the exit says, the text made
+ * again from it equal to the text run's. The document. */
+static cJSON *verify_both(int want, const char *name)
+{
+    static char text[1 << 16], json[1 << 17], e[4096], again[1 << 16];
+    int rt = verify(name, text, sizeof text, e, sizeof e);
+    cr_assert_eq(rt, want, "%s: exit %d: %s%s", name, rt, text, e);
+    int rj = vt_test_sh(tmpdir, json, sizeof json, e, sizeof e, "cd '%s' && '%s' provenance verify-imports %s --json",
+                        tmpdir, VT_BIN, name);
+    cr_assert_eq(rj, rt, "%s --json: exit %d, the text's %d: %s", name, rj, rt, e);
+    const char *nl = strchr(e, '\n');
+    cr_assert(rj == 0 ? !e[0] : strstr(e, ": verification failed: ") && nl && !nl[1], "%s", e);
+    vt_error err;
+    cJSON *doc = vt_json_parse(json, strlen(json), "stdout", &err);
+    cr_assert_not_null(doc, "%s:\n%s", err.msg, json);
+    cr_assert_str_eq(vt_test_get(doc, "schema")->valuestring, "vt.imports-verify/1");
+    cr_assert_str_eq(vt_test_get(doc, "imports")->valuestring, name);
+    cr_assert_eq(cJSON_IsTrue(vt_test_get(doc, "verified")), want == 0);
+    imports_text_from_json(doc, again, sizeof again);
+    cr_assert_str_eq(text, again, "the text from the JSON's values");
+    return doc;
+}
+
+/* The runtime entry of the file whose real path ends in tail, or NULL. */
+static const cJSON *runtime_entry(const cJSON *doc, const char *tail)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, vt_test_get(doc, "runtime"))
+    {
+        const char *p = vt_test_get(x, "path")->valuestring;
+        if (strlen(p) >= strlen(tail) && strcmp(p + strlen(p) - strlen(tail), tail) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+/* vt provenance verify-imports --json (vt.imports-verify/1): the text's
+ * counts, distributions, runtime files and problems from the same report,
+ * field by field; exit 1 still with the document (verified false), exit 2
+ * with none. */
+Test(imports, verify_json_is_the_texts_report, .timeout = 60)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt-imports-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+    char real[PATH_MAX], want[PATH_MAX + 64];
+    cr_assert_not_null(realpath(tmpdir, real));
+    install(NULL);
+    collect("clean.json", "'foo'");
+    cJSON *doc = verify_both(0, "clean.json");
+    cr_assert_eq(vt_test_get(doc, "files_verified")->valueint, 2);
+    const cJSON *d = vt_test_get(doc, "distributions");
+    cr_assert_eq(cJSON_GetArraySize(d), 1);
+    cr_assert_str_eq(vt_test_get(d->child, "name")->valuestring, "foo");
+    cr_assert_str_eq(vt_test_get(d->child, "version")->valuestring, "1.0");
+    snprintf(want, sizeof want, "%s/site/foo-1.0.dist-info/RECORD", real);
+    cr_assert_str_eq(vt_test_get(d->child, "record")->valuestring, want);
+    static char out[4096], e[4096];
+    cr_assert_eq(vt_test_sh(tmpdir, out, sizeof out, e, sizeof e, "sha256sum '%s'", want), 0, "%s", e);
+    cr_assert(strncmp(out, vt_test_get(d->child, "record_sha256")->valuestring, 64) == 0, "%s", out);
+    const cJSON *h = runtime_entry(doc, "/outside/helper.py");
+    cr_assert_not_null(h);
+    cr_assert_str_eq(vt_test_get(h, "kind")->valuestring, "module");
+    cr_assert(cJSON_IsFalse(vt_test_get(h, "in_site")));
+    cr_assert_eq(vt_test_sh(tmpdir, out, sizeof out, e, sizeof e, "sha256sum '%s/outside/helper.py'", tmpdir), 0);
+    cr_assert(strncmp(out, vt_test_get(h, "sha256")->valuestring, 64) == 0, "%s", out);
+    cr_assert_null(runtime_entry(doc, "/site/foo/bar.py"), "a verified file listed as the runtime");
+    cJSON_Delete(doc);
+
+    /* A file of the site directory no distribution owns: in_site. */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "printf 'Z = 4\\n' > '%s/site/_shim.py'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    collect_extra("shim.json", "'foo'", ", _shim");
+    doc = verify_both(0, "shim.json");
+    h = runtime_entry(doc, "/site/_shim.py");
+    cr_assert(h && cJSON_IsTrue(vt_test_get(h, "in_site")));
+    cJSON_Delete(doc);
+
+    /* helper required: a file outside every RECORD is a problem. */
+    collect("req.json", "'foo', 'helper'");
+    doc = verify_both(1, "req.json");
+    const cJSON *p = vt_test_get(doc, "problems");
+    cr_assert_eq(cJSON_GetArraySize(p), 1);
+    cr_assert(strstr(p->child->valuestring, "/outside/helper.py of helper: in no distribution's RECORD"), "%s",
+              p->child->valuestring);
+    cr_assert_null(runtime_entry(doc, "/outside/helper.py"));
+    cJSON_Delete(doc);
+
+    /* Malformed input: exit 2, one line, nothing on stdout. */
+    snprintf(cmd, sizeof cmd, "printf '{\"schema\":\"vt.imports/9\"}' > '%s/bad.json'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    int rc = vt_test_sh(tmpdir, out, sizeof out, e, sizeof e, "cd '%s' && '%s' provenance verify-imports bad.json --json",
+                        tmpdir, VT_BIN);
+    cr_assert_eq(rc, 2);
+    cr_assert_str_eq(out, "");
+    cr_assert_str_eq(e, "vt provenance: bad.json: schema: expected \"vt.imports/1\"\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     cr_assert_eq(system(cmd), 0);
 }

@@ -1720,3 +1720,171 @@ Test(manifest, check_files_gives_each_files_outcome, .init = make_dir, .fini = r
     vt_manifest_results_free(r, m.n_files);
     vt_manifest_free(&m);
 }
+
+/* ---- verify-wheel and verify-npm --json ---- */
+
+/* The text verify-wheel or verify-npm prints (stdout), made again from the
+ * values of its --json document: the same numbers and lines, in order. */
+static void package_text_from_json(const cJSON *doc, char *out, size_t cap)
+{
+    const int npm = strcmp(vt_test_get(doc, "schema")->valuestring, "vt.npm-verify/1") == 0;
+    const cJSON *a = vt_test_get(doc, npm ? "tarball" : "wheel"), *x;
+    size_t k = 0;
+#define ADD(...) (k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, __VA_ARGS__))
+    ADD("%s %s\n  sha256 %s\n", npm ? "npm" : "wheel", vt_test_get(a, "path")->valuestring,
+        vt_test_get(a, "sha256")->valuestring);
+    if (npm) {
+        const cJSON *li = vt_test_get(vt_test_get(doc, "lock"), "integrity"), *ti = vt_test_get(a, "integrity");
+        if (cJSON_IsString(li))
+            ADD("  lock integrity     %s\n", li->valuestring);
+        if (cJSON_IsString(ti))
+            ADD("  tarball integrity  %s\n", ti->valuestring);
+    }
+    ADD("  members checked %d", vt_test_get(doc, "members_checked")->valueint);
+    if (!npm && cJSON_IsNumber(vt_test_get(doc, "installed_checked")) &&
+        vt_test_get(doc, "installed_checked")->valueint)
+        ADD(", installed files checked %d", vt_test_get(doc, "installed_checked")->valueint);
+    ADD("\n");
+    cJSON_ArrayForEach(x, vt_test_get(doc, "notes"))
+        ADD("  note: %s\n", x->valuestring);
+    int n = 0;
+    cJSON_ArrayForEach(x, vt_test_get(doc, "problems"))
+    {
+        ADD("  PROBLEM: %s\n", x->valuestring);
+        n++;
+    }
+    if (cJSON_IsTrue(vt_test_get(doc, "verified")))
+        ADD("verified\n");
+    else
+        ADD("FAILED: %d problem%s\n", n, n == 1 ? "" : "s");
+#undef ADD
+    cr_assert_lt(k, cap, "the text from the JSON: too long");
+}
+
+/* Runs `vt provenance ARGS` as text and with --json: the same exit (want);
+ * the JSON parsed, of the format schema, with verified as the exit says and
+ * the text made again from it equal to the text run's. The document (free
+ * with cJSON_Delete). */
+static cJSON *text_and_json(int want, const char *schema, const char *args)
+{
+    static char text[1 << 16], json[1 << 16], e[8192], again[1 << 16];
+    int rt = vt_test_sh(tmpdir, text, sizeof text, e, sizeof e, "'%s' provenance %s", VT_BIN, args);
+    cr_assert_eq(rt, want, "%s: exit %d: %s", args, rt, e);
+    int rj = vt_test_sh(tmpdir, json, sizeof json, e, sizeof e, "'%s' provenance %s --json", VT_BIN, args);
+    cr_assert_eq(rj, rt, "%s --json: exit %d, the text's %d: %s", args, rj, rt, e);
+    /* exit 1: the one line the text also gives, on stderr */
+    const char *nl = strchr(e, '\n');
+    cr_assert(rj == 0 ? !e[0] : strstr(e, ": verification failed: ") && nl && !nl[1], "%s", e);
+    vt_error err;
+    cJSON *doc = vt_json_parse(json, strlen(json), "stdout", &err);
+    cr_assert_not_null(doc, "%s:\n%s", err.msg, json);
+    cr_assert_str_eq(vt_test_get(doc, "schema")->valuestring, schema);
+    cr_assert_eq(cJSON_IsTrue(vt_test_get(doc, "verified")), want == 0);
+    cr_assert_eq(cJSON_GetArraySize(vt_test_get(doc, "problems")) == 0, want == 0);
+    package_text_from_json(doc, again, sizeof again);
+    cr_assert_str_eq(text, again, "the text from the JSON's values");
+    return doc;
+}
+
+/* Refused input with --json: exit 2, one line on stderr, nothing on stdout. */
+static void json_refused(const char *args)
+{
+    static char out[4096], e[4096];
+    int rc = vt_test_sh(tmpdir, out, sizeof out, e, sizeof e, "'%s' provenance %s --json", VT_BIN, args);
+    cr_assert_eq(rc, 2, "%s: exit %d: %s", args, rc, e);
+    cr_assert_str_eq(out, "", "%s", args);
+    cr_assert(strchr(e, '\n') && !strchr(e, '\n')[1], "%s", e);
+}
+
+/* vt provenance verify-wheel --json (vt.wheel-verify/1): the text's numbers,
+ * notes and PROBLEM lines from the same report; exit 1 still with the
+ * document (verified false), exit 2 with none. */
+Test(wheel, verify_json_is_the_texts_report, .init = make_dir, .fini = remove_dir, .timeout = 600)
+{
+    char whl[512], args[1400];
+    find_wheel("/usr/share/python-wheels/pip-*.whl", whl, sizeof whl);
+    vt_package_report r;
+    vt_error err;
+    cr_assert_eq(vt_package_verify_wheel(whl, NULL, &r, &err), VT_OK, "%s", err.msg);
+    snprintf(args, sizeof args, "verify-wheel '%s'", whl);
+    cJSON *doc = text_and_json(0, "vt.wheel-verify/1", args);
+    const cJSON *w = vt_test_get(doc, "wheel");
+    cr_assert_str_eq(vt_test_get(w, "path")->valuestring, whl);
+    cr_assert_str_eq(vt_test_get(w, "sha256")->valuestring, r.sha256.hex);
+    cr_assert_eq(vt_test_get(doc, "members_checked")->valueint, r.members_checked);
+    cr_assert_gt(r.members_checked, 400);
+    cr_assert(cJSON_IsNull(vt_test_get(doc, "installed")) && cJSON_IsNull(vt_test_get(doc, "installed_checked")));
+    cJSON_Delete(doc);
+    vt_package_report_free(&r);
+
+    /* One member changed: its problem, the member named. */
+    char *copy = tpath("pip-copy-py3-none-any.whl");
+    rebuild_wheel(whl, copy, "pip/_internal/cli/main.py", NULL, NULL);
+    snprintf(args, sizeof args, "verify-wheel '%s'", copy);
+    doc = text_and_json(1, "vt.wheel-verify/1", args);
+    const cJSON *p = vt_test_get(doc, "problems");
+    cr_assert_eq(cJSON_GetArraySize(p), 1);
+    cr_assert(strstr(p->child->valuestring, "pip/_internal/cli/main.py: ") &&
+                  strstr(p->child->valuestring, "RECORD says"),
+              "%s", p->child->valuestring);
+    cJSON_Delete(doc);
+
+    /* Installed by pip: its files counted, the rewritten script a note. */
+    char *demo = demo_wheel();
+    pip_install(demo, tpath("site"));
+    snprintf(args, sizeof args, "verify-wheel '%s' --installed '%s'", demo, tpath("site"));
+    doc = text_and_json(0, "vt.wheel-verify/1", args);
+    cr_assert_str_eq(vt_test_get(doc, "installed")->valuestring, tpath("site"));
+    cr_assert_eq(vt_test_get(doc, "members_checked")->valueint, DEMO_MEMBERS);
+    cr_assert_gt(vt_test_get(doc, "installed_checked")->valueint, 0);
+    const cJSON *n = vt_test_get(doc, "notes"), *x;
+    int rewritten = 0;
+    cJSON_ArrayForEach(x, n)
+        rewritten += strstr(x->valuestring, "bin/vtdemo-tool: rewritten script") != NULL;
+    cr_assert_eq(rewritten, 1, "%d notes, none or several of the script", cJSON_GetArraySize(n));
+    cJSON_Delete(doc);
+
+    write_text(tpath("junk.whl"), "not a zip");
+    snprintf(args, sizeof args, "verify-wheel '%s'", tpath("junk.whl"));
+    json_refused(args);
+}
+
+/* vt provenance verify-npm --json (vt.npm-verify/1): likewise, with the
+ * lock's and the tarball's integrity and the files loaded. */
+Test(npm, verify_json_is_the_texts_report, .init = make_dir, .fini = remove_dir)
+{
+    char args[1400];
+    snprintf(args, sizeof args, "verify-npm '%s' --lock '%s' --name '%s' --root '%s' --loaded '%s'", BINS_TGZ, LOCK,
+             BINS_NAME, BINS_ROOT, GGML_BASE);
+    cJSON *doc = text_and_json(0, "vt.npm-verify/1", args);
+    const cJSON *t = vt_test_get(doc, "tarball"), *l = vt_test_get(doc, "lock"), *lo = vt_test_get(doc, "loaded");
+    cr_assert_str_eq(vt_test_get(t, "path")->valuestring, BINS_TGZ);
+    cr_assert_str_eq(vt_test_get(t, "integrity")->valuestring, vt_test_get(l, "integrity")->valuestring);
+    cr_assert_str_eq(vt_test_get(l, "path")->valuestring, LOCK);
+    cr_assert_str_eq(vt_test_get(l, "name")->valuestring, BINS_NAME);
+    cr_assert_str_eq(vt_test_get(doc, "root")->valuestring, BINS_ROOT);
+    cr_assert_eq(cJSON_GetArraySize(lo), 1);
+    cr_assert_str_eq(vt_test_get(lo->child, "path")->valuestring, GGML_BASE);
+    cr_assert_eq(vt_test_get(doc, "members_checked")->valueint, 1);
+    cJSON_Delete(doc);
+
+    /* The lock pins the main package's bytes for the binaries. */
+    char *lock = tpath("lock.json");
+    write_text(lock, "{\"lockfile\": \"vt.npm-lock/1\", \"packages\": [{\"name\": \"" BINS_NAME "\", "
+                     "\"version\": \"3.22.1\", \"integrity\": \"sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJ"
+                     "JiJJyCdlTMzQ/LiWoPkGDpcL4FviDpgw7qfTiDw==\"}]}");
+    snprintf(args, sizeof args, "verify-npm '%s' --lock '%s' --name '%s'", BINS_TGZ, lock, BINS_NAME);
+    doc = text_and_json(1, "vt.npm-verify/1", args);
+    l = vt_test_get(doc, "lock");
+    cr_assert(strncmp(vt_test_get(l, "integrity")->valuestring, "sha512-bltI", 11) == 0);
+    cr_assert(cJSON_IsNull(vt_test_get(doc, "root")));
+    cr_assert_eq(cJSON_GetArraySize(vt_test_get(doc, "loaded")), 0);
+    const cJSON *p = vt_test_get(doc, "problems");
+    cr_assert_eq(cJSON_GetArraySize(p), 1);
+    cr_assert(strstr(p->child->valuestring, ": integrity sha512-") && strstr(p->child->valuestring, " differs from "),
+              "%s", p->child->valuestring);
+    cJSON_Delete(doc);
+
+    snprintf(args, sizeof args, "verify-npm '%s' --lock '%s' --name left-pad", BINS_TGZ, LOCK);
+    json_refused(args);
+}

@@ -14,9 +14,9 @@ static const char usage_text[] =
     "usage: vt provenance manifest make FILE... [-o M.json]\n"
     "       vt provenance manifest verify M.json [--base DIR] [--json]\n"
     "       vt provenance identity [--json]\n"
-    "       vt provenance verify-wheel WHEEL [--installed DIR]\n"
-    "       vt provenance verify-npm TARBALL --lock LOCK --name NAME [--root DIR --loaded SO...]\n"
-    "       vt provenance verify-imports IMPORTS.json\n"
+    "       vt provenance verify-wheel WHEEL [--installed DIR] [--json]\n"
+    "       vt provenance verify-npm TARBALL --lock LOCK --name NAME [--root DIR --loaded SO...] [--json]\n"
+    "       vt provenance verify-imports IMPORTS.json [--json]\n"
     "\n"
     "manifest make     vt.manifest/1 of the files (name, size, sha256), written to M.json\n"
     "                  with names relative to its directory, or printed (names as given)\n"
@@ -36,6 +36,11 @@ static const char usage_text[] =
     "                  oracle/transformers/vt_imports.py) against the RECORDs of the\n"
     "                  distributions in its sites; files from outside every distribution are\n"
     "                  listed as the runtime, unverified\n"
+    "verify-* --json   what the text lists as one JSON document on stdout, also on exit 1\n"
+    "                  (not on exit 2): the counts, each note and problem line, and\n"
+    "                  verified true or false; verify-imports each distribution and\n"
+    "                  runtime file field by field (vt.wheel-verify/1, vt.npm-verify/1,\n"
+    "                  vt.imports-verify/1: provenance/vt.*-verify.schema.json)\n"
     "                  example: vt provenance verify-imports imports.json\n"
     "\n"
     "Exit codes: 0 verified, 1 verification failed, 2 bad input.\n";
@@ -265,6 +270,17 @@ static int cmd_identity(int argc, char **argv)
     return resolved ? 0 : 1;
 }
 
+/* The verdict (exit 0 or 1), with its stderr line when it failed; the
+ * other problems are above (the text) or in the JSON. */
+static int report_verdict(const vt_package_report *r, int json)
+{
+    if (r->verified)
+        return 0;
+    fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", r->file, r->n_problems ? r->problems[0] : "",
+            r->n_problems < 2 ? "" : json ? " (and more, in the JSON)" : " (and more, above)");
+    return 1;
+}
+
 static int print_report(const vt_package_report *r)
 {
     printf("%s %s\n  sha256 %s\n", r->kind, r->file, r->sha256.hex);
@@ -280,40 +296,148 @@ static int print_report(const vt_package_report *r)
         printf("  note: %s\n", r->notes[i]);
     for (int i = 0; i < r->n_problems; i++)
         printf("  PROBLEM: %s\n", r->problems[i]);
-    if (r->verified) {
+    if (r->verified)
         printf("verified\n");
-        return 0;
+    else
+        printf("FAILED: %d problem%s\n", r->n_problems, r->n_problems == 1 ? "" : "s");
+    return report_verdict(r, 0);
+}
+
+/* lines as an array of strings: messages (each naming its file), made text
+ * when printed. */
+static void add_lines(cJSON *obj, const char *key, char *const *lines, int n)
+{
+    cJSON *a = cJSON_AddArrayToObject(obj, key);
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(lines[i]));
+}
+
+/* verify-wheel and verify-npm --json: what print_report prints, from the
+ * same report (vt.wheel-verify/1, vt.npm-verify/1); the npm arguments NULL
+ * for a wheel. 0, or -1 out of memory (nothing printed). */
+static int report_json(const vt_package_report *r, const char *installed, const char *lock, const char *name,
+                       const char *root, const char *const *loaded, int n_loaded)
+{
+    const int npm = strcmp(r->kind, "npm") == 0;
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root_doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(root_doc, "schema", npm ? "vt.npm-verify/1" : "vt.wheel-verify/1");
+    cJSON *a = cJSON_AddObjectToObject(root_doc, npm ? "tarball" : "wheel");
+    vt_tool_json_text(a, "path", r->file);
+    cJSON_AddStringToObject(a, "sha256", r->sha256.hex);
+    if (npm) {
+        if (r->computed_integrity) /* vt's own base64 */
+            cJSON_AddStringToObject(a, "integrity", r->computed_integrity);
+        else
+            cJSON_AddNullToObject(a, "integrity");
+        cJSON *l = cJSON_AddObjectToObject(root_doc, "lock");
+        vt_tool_json_text(l, "path", lock);
+        vt_tool_json_text(l, "name", name);
+        vt_tool_json_text(l, "integrity", r->integrity);
+        vt_tool_json_text(root_doc, "root", root);
+        cJSON *lo = cJSON_AddArrayToObject(root_doc, "loaded");
+        for (int i = 0; lo && i < n_loaded; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(lo, o);
+            vt_tool_json_text(o, "path", loaded[i]);
+        }
+        cJSON_AddNumberToObject(root_doc, "members_checked", r->members_checked);
+    } else {
+        vt_tool_json_text(root_doc, "installed", installed);
+        cJSON_AddNumberToObject(root_doc, "members_checked", r->members_checked);
+        if (installed)
+            cJSON_AddNumberToObject(root_doc, "installed_checked", r->installed_checked);
+        else
+            cJSON_AddNullToObject(root_doc, "installed_checked");
     }
-    printf("FAILED: %d problem%s\n", r->n_problems, r->n_problems == 1 ? "" : "s");
-    fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", r->file,
-            r->n_problems ? r->problems[0] : "", r->n_problems > 1 ? " (and more, above)" : "");
-    return 1;
+    add_lines(root_doc, "notes", r->notes, r->n_notes);
+    add_lines(root_doc, "problems", r->problems, r->n_problems);
+    cJSON_AddBoolToObject(root_doc, "verified", r->verified);
+    return vt_tool_json_print(root_doc, fail0);
+}
+
+/* verify-imports --json: what the text prints, from the same report
+ * (vt.imports-verify/1). 0, or -1 out of memory (nothing printed). */
+static int imports_json(const char *path, const vt_imports_report *r)
+{
+    const unsigned long fail0 = vt_tool_json_begin();
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vt.imports-verify/1");
+    vt_tool_json_text(root, "imports", path);
+    cJSON_AddNumberToObject(root, "modules", r->modules);
+    cJSON_AddNumberToObject(root, "objects", r->objects);
+    cJSON_AddNumberToObject(root, "files_verified", r->verified);
+    cJSON *d = cJSON_AddArrayToObject(root, "distributions");
+    for (int i = 0; d && i < r->n_dists; i++) {
+        const vt_imports_dist *e = &r->dist_entries[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(d, o);
+        vt_tool_json_text(o, "name", e->name);
+        vt_tool_json_text(o, "version", e->version);
+        vt_tool_json_text(o, "record", e->record);
+        cJSON_AddStringToObject(o, "record_sha256", e->record_sha256.hex);
+    }
+    cJSON *rt = cJSON_AddArrayToObject(root, "runtime");
+    for (int i = 0; rt && i < r->n_outside; i++) {
+        const vt_imports_outside *e = &r->outside_entries[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(rt, o);
+        cJSON_AddStringToObject(o, "kind", e->object ? "object" : "module");
+        vt_tool_json_text(o, "path", e->path);
+        cJSON_AddStringToObject(o, "sha256", e->sha256.hex);
+        cJSON_AddBoolToObject(o, "in_site", e->in_site);
+    }
+    add_lines(root, "problems", r->problems, r->n_problems);
+    cJSON_AddBoolToObject(root, "verified", r->ok);
+    return vt_tool_json_print(root, fail0);
 }
 
 static int cmd_verify_imports(int argc, char **argv)
 {
-    if (argc != 1 || argv[0][0] == '-')
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "vt provenance verify-imports: option '%s': expected --json\n", argv[i]);
+            return 2;
+        } else if (argv[i][0] == '-' || path) {
+            return usage_error("verify-imports: expected one IMPORTS.json");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
         return usage_error("verify-imports: expected one IMPORTS.json");
     vt_error err;
     vt_error_clear(&err);
     vt_imports_report r;
-    if (vt_imports_verify(argv[0], &r, &err) != VT_OK)
+    if (vt_imports_verify(path, &r, &err) != VT_OK)
         return fail(&err);
-    printf("imports %s\n  modules %d, objects %d: %d verified against a RECORD, %d from outside every "
-           "distribution (the runtime, unverified), %d problem%s\n",
-           argv[0], r.modules, r.objects, r.verified, r.n_outside, r.n_problems, r.n_problems == 1 ? "" : "s");
-    for (int i = 0; i < r.n_dists; i++)
-        printf("  distribution %s\n", r.dists[i]);
-    for (int i = 0; i < r.n_outside; i++)
-        printf("  runtime %s\n", r.outside[i]);
-    for (int i = 0; i < r.n_problems; i++)
-        printf("  PROBLEM: %s\n", r.problems[i]);
+    if (json) {
+        if (imports_json(path, &r)) {
+            vt_imports_report_free(&r);
+            fprintf(stderr, "vt provenance verify-imports: --json: out of memory\n");
+            return 2;
+        }
+    } else {
+        printf("imports %s\n  modules %d, objects %d: %d verified against a RECORD, %d from outside every "
+               "distribution (the runtime, unverified), %d problem%s\n",
+               path, r.modules, r.objects, r.verified, r.n_outside, r.n_problems, r.n_problems == 1 ? "" : "s");
+        for (int i = 0; i < r.n_dists; i++)
+            printf("  distribution %s\n", r.dists[i]);
+        for (int i = 0; i < r.n_outside; i++)
+            printf("  runtime %s\n", r.outside[i]);
+        for (int i = 0; i < r.n_problems; i++)
+            printf("  PROBLEM: %s\n", r.problems[i]);
+        if (r.ok)
+            printf("verified\n");
+    }
     int rc = r.ok ? 0 : 1;
     if (rc)
-        fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", argv[0], r.problems[0],
-                r.n_problems > 1 ? " (and more, above)" : "");
-    else
-        printf("verified\n");
+        fprintf(stderr, "vt provenance: %s: verification failed: %s%s\n", path, r.problems[0],
+                r.n_problems < 2 ? "" : json ? " (and more, in the JSON)" : " (and more, above)");
     vt_imports_report_free(&r);
     return rc;
 }
@@ -321,13 +445,16 @@ static int cmd_verify_imports(int argc, char **argv)
 static int cmd_verify_wheel(int argc, char **argv)
 {
     const char *wheel = NULL, *installed = NULL;
+    int json = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--installed") == 0) {
             if (i + 1 >= argc)
                 return usage_error("--installed: expected a directory");
             installed = argv[++i];
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "vt provenance verify-wheel: option '%s': expected --installed\n", argv[i]);
+            fprintf(stderr, "vt provenance verify-wheel: option '%s': expected --installed or --json\n", argv[i]);
             return 2;
         } else if (wheel) {
             return usage_error("verify-wheel: expected one WHEEL");
@@ -342,7 +469,15 @@ static int cmd_verify_wheel(int argc, char **argv)
     vt_package_report r;
     if (vt_package_verify_wheel(wheel, installed, &r, &err) != VT_OK)
         return fail(&err);
-    int rc = print_report(&r);
+    int rc;
+    if (!json) {
+        rc = print_report(&r);
+    } else if (report_json(&r, installed, NULL, NULL, NULL, NULL, 0)) {
+        fprintf(stderr, "vt provenance verify-wheel: --json: out of memory\n");
+        rc = 2;
+    } else {
+        rc = report_verdict(&r, 1);
+    }
     vt_package_report_free(&r);
     return rc;
 }
@@ -351,7 +486,7 @@ static int cmd_verify_npm(int argc, char **argv)
 {
     const char *tarball = NULL, *lock = NULL, *name = NULL, *root = NULL;
     const char **loaded = calloc((size_t)argc + 1, sizeof *loaded);
-    int n_loaded = 0, in_loaded = 0;
+    int n_loaded = 0, in_loaded = 0, json = 0;
     if (!loaded)
         return usage_error("out of memory");
     int rc = -1;
@@ -370,9 +505,11 @@ static int cmd_verify_npm(int argc, char **argv)
             *dst = argv[++i];
         } else if (strcmp(a, "--loaded") == 0) {
             in_loaded = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
         } else if (is_opt) {
-            fprintf(stderr, "vt provenance verify-npm: option '%s': expected --lock, --name, --root or --loaded\n",
-                    a);
+            fprintf(stderr, "vt provenance verify-npm: option '%s': expected --lock, --name, --root, --loaded or "
+                    "--json\n", a);
             rc = 2;
         } else if (in_loaded) {
             loaded[n_loaded++] = a;
@@ -393,7 +530,14 @@ static int cmd_verify_npm(int argc, char **argv)
         if (vt_package_verify_npm(tarball, lock, name, root, loaded, n_loaded, &r, &err) != VT_OK) {
             rc = fail(&err);
         } else {
-            rc = print_report(&r);
+            if (!json) {
+                rc = print_report(&r);
+            } else if (report_json(&r, NULL, lock, name, root, loaded, n_loaded)) {
+                fprintf(stderr, "vt provenance verify-npm: --json: out of memory\n");
+                rc = 2;
+            } else {
+                rc = report_verdict(&r, 1);
+            }
             vt_package_report_free(&r);
         }
     }
@@ -425,7 +569,7 @@ int vt_cmd_provenance(int argc, char **argv)
         return cmd_verify_imports(argc - 2, argv + 2);
     if (strcmp(sub, "verify-npm") == 0)
         return cmd_verify_npm(argc - 2, argv + 2);
-    fprintf(stderr, "vt provenance: unknown subcommand '%s': expected manifest, identity, verify-wheel or "
-            "verify-npm\n", sub);
+    fprintf(stderr, "vt provenance: unknown subcommand '%s': expected manifest, identity, verify-wheel, "
+            "verify-npm or verify-imports\n", sub);
     return 2;
 }

@@ -79,6 +79,9 @@ FORMATS = {
     "vt.codec-check/1": ("oracle/vt.codec-check.schema.json", "#"),
     "vt.seal-verify/1": ("evidence/vt.seal-verify.schema.json", "#"),
     "vt.manifest-verify/1": ("provenance/vt.manifest-verify.schema.json", "#"),
+    "vt.wheel-verify/1": ("provenance/vt.wheel-verify.schema.json", "#"),
+    "vt.npm-verify/1": ("provenance/vt.npm-verify.schema.json", "#"),
+    "vt.imports-verify/1": ("provenance/vt.imports-verify.schema.json", "#"),
     "vt.capture-summary/1": ("capture/vt.capture-summary.schema.json", "#"),
 }
 
