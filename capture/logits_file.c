@@ -1,5 +1,6 @@
 /* vt.logits/1 side files: layout in logits_file.h. */
 #include "logits_file.h"
+#include "../common/vt_input.h"
 #include "side_file.h"
 
 #include <errno.h>
@@ -149,9 +150,10 @@ int vt_logits_file_read(const char *path, vt_logits_frame **frames, int *n_frame
 {
     *frames = NULL;
     *n_frames = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    int orc = vt_input_fopen(path, NULL, &f, NULL, err);
+    if (orc)
+        return orc;
     struct stat st;
     unsigned char h[FRAME_HEADER];
     int rc = VT_OK;
@@ -254,16 +256,16 @@ vt_logits_reader *vt_logits_reader_open(const char *path, vt_error *err)
         return NULL;
     }
     r->path = path;
-    r->f = fopen(path, "rb");
+    uint64_t size = 0;
+    int orc = vt_input_fopen(path, NULL, &r->f, &size, err);
     r->sha = EVP_MD_CTX_new();
-    struct stat st;
     unsigned char h[FILE_HEADER];
-    if (!r->f || fstat(fileno(r->f), &st) != 0) {
-        vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (orc) {
+        /* vt_input_fopen said why */
     } else if (!r->sha || EVP_DigestInit_ex(r->sha, EVP_sha256(), NULL) != 1) {
         vt_error_set(err, VT_EINPUT, "%s: SHA-256 failed", path);
     } else {
-        r->file_size = (uint64_t)st.st_size;
+        r->file_size = size;
         if (reader_read(r, h, FILE_HEADER, NULL) == VT_OK && memcmp(h, FILE_MAGIC, 8) == 0 && get_u32(h + 8) == 1)
             return r;
         vt_error_set(err, VT_EINPUT, "%s: offset 0: header: expected \"VTLOGITS\" version 1", path);

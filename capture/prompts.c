@@ -3,6 +3,7 @@
 
 #include "canonical_json.h"
 
+#include "../common/vt_input.h"
 #include "../common/vt_json.h"
 
 #include <cjson/cJSON.h>
@@ -19,38 +20,8 @@
 
 int vt_read_file(const char *path, char **data, size_t *size, vt_error *err)
 {
-    *data = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return vt_error_set(err, VT_EINPUT, "%s: expected a regular file", path);
-    }
-    if ((uint64_t)st.st_size >= MAX_TEXT_FILE) {
-        fclose(f);
-        return vt_error_set(err, VT_EINPUT, "%s: %lld bytes: expected a text file under 4 GiB", path,
-                            (long long)st.st_size);
-    }
-    size_t n = (size_t)st.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        fclose(f);
-        return vt_error_set(err, VT_EINPUT, "%s: out of memory", path);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int bad = ferror(f) || got != n;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return vt_error_set(err, VT_EINPUT, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *size = n;
-    return VT_OK;
+    vt_input_opts o = { .max_bytes = MAX_TEXT_FILE - 1, .what = "a regular file (under 4 GiB)" };
+    return vt_input_read_all(path, &o, data, size, err);
 }
 
 void vt_prompts_free(vt_prompt_set *ps)

@@ -1,5 +1,6 @@
 /* vt.topk/1 side files: layout in topk_file.h. */
 #include "topk_file.h"
+#include "../common/vt_input.h"
 #include "side_file.h"
 
 #include <errno.h>
@@ -123,12 +124,14 @@ int vt_topk_file_open(const char *path, int32_t k, int64_t positions, int32_t n_
     f->fd = -1;
     f->k = 0;
     f->positions = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd;
+    int orc = vt_input_open(path, NULL, &fd, NULL, err);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    if (orc)
+        return orc;
+    if (fstat(fd, &st) != 0) {
         int rc = vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+        close(fd);
         return rc;
     }
     uint64_t want = VT_TOPK_HEADER + (uint64_t)positions * (uint64_t)k * VT_TOPK_ENTRY;

@@ -7,6 +7,7 @@
  * byte order nor alignment of the mapping matters. */
 #include "gguf_file.h"
 #include "codec.h"
+#include "../common/vt_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -683,24 +684,14 @@ vt_gguf *vt_gguf_open_memory(const void *data, size_t size, const char *name, vt
 
 vt_gguf *vt_gguf_open(const char *path, vt_error *err)
 {
-    /* O_NONBLOCK: a FIFO given by mistake must not hang the open. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        vt_error_set(err, VT_EINPUT, "%s: offset 0: file: %s: expected a readable file", path,
-                     strerror(errno));
+    /* common/vt_input.h: a FIFO given by mistake must not hang the open. */
+    int fd;
+    uint64_t fsize;
+    if (vt_input_open(path, NULL, &fd, &fsize, err))
         return NULL;
-    }
-    struct stat st;
-    int st_ok = fstat(fd, &st) == 0;
-    if (!st_ok || !S_ISREG(st.st_mode)) {
-        const char *why = st_ok ? "not a regular file" : strerror(errno);
-        vt_error_set(err, VT_EINPUT, "%s: offset 0: file: %s: expected a readable file", path, why);
-        close(fd);
-        return NULL;
-    }
     /* A zero-length mapping is an error, and an empty file is simply parsed
      * (and refused) as an empty buffer. */
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)fsize;
     void *map = NULL;
     if (size) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);

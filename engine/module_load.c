@@ -1,4 +1,5 @@
 #include "module_load.h"
+#include "../common/vt_input.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,15 +16,15 @@
 int vt_module_load(const char *p, const char *what, void **handle, vt_sha256_hex *sha, unsigned long long *size_out,
                    vt_error *err)
 {
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return vt_error_set(err, VT_EINPUT, "%s: %s: expected %s", p, strerror(errno), what);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > MODULE_MAX_BYTES) {
-        close(fd);
-        return vt_error_set(err, VT_EINPUT, "%s: expected a regular file of at most 1 GiB (%s)", p, what);
-    }
-    size_t size = (size_t)st.st_size, got = 0;
+    int fd;
+    uint64_t fsize;
+    char exp[160];
+    snprintf(exp, sizeof exp, "a regular file of at most 1 GiB (%s)", what);
+    vt_input_opts io = { .max_bytes = MODULE_MAX_BYTES, .what = exp };
+    int orc = vt_input_open(p, &io, &fd, &fsize, err);
+    if (orc)
+        return orc;
+    size_t size = (size_t)fsize, got = 0;
     unsigned char *bytes = malloc(size ? size : 1);
     if (!bytes) {
         close(fd);

@@ -6,6 +6,7 @@
  * identity, size or times change between the walk and the end of its
  * archiving is refused ("changed while sealing"), as GNU tar warns. */
 #include "seal_internal.h"
+#include "../common/vt_input.h"
 
 #include "../common/vt_progress.h"
 #include "../common/vt_publish.h"
@@ -391,7 +392,9 @@ static int same_file(const struct stat *a, const struct stat *b)
 
 static int put_file(creator *c, struct archive *a, const entry *e, vt_error *err)
 {
-    int fd = openat(c->rootfd, e->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put in a file's place since the walk must not hang
+     * the open; same_file() then refuses it (regular files read as ever). */
+    int fd = openat(c->rootfd, e->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return vt_error_set(err, VT_EINPUT, "%s/%s: cannot open: %s", c->dir, e->path, strerror(errno));
     struct stat st;
@@ -607,11 +610,8 @@ int vt_seal_create(vt_seal *s, const char *dir, const char *archive_path, vt_err
     snprintf(att_path, al + 16, "%s.intoto.json", archive_path);
     vt_nameset_add(c.folded, VT_SEAL_MANIFEST_NAME, &oom);
 
-    c.rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (c.rootfd < 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: cannot open directory: %s", dir, strerror(errno));
+    if ((rc = vt_input_opendir(dir, NULL, &c.rootfd, err)))
         goto out;
-    }
     int walkfd = dup(c.rootfd);
     if (walkfd < 0) {
         rc = vt_error_set(err, VT_EINPUT, "%s: %s", dir, strerror(errno));

@@ -17,6 +17,7 @@
  * removed. It does not write manifest.json: DEST is the sealed tree itself,
  * and sealing it again gives the same archive. */
 #include "seal_internal.h"
+#include "../common/vt_input.h"
 
 #include "../common/vt_json.h"
 #include "../common/vt_progress.h"
@@ -54,11 +55,14 @@ static int read_small(const char *path, size_t max, char **out, size_t *len, int
     *out = NULL;
     if (missing)
         *missing = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (missing && errno == ENOENT)
+    int fd;
+    vt_input_opts io = { .max_bytes = max };
+    int orc = vt_input_open(path, &io, &fd, NULL, err);
+    if (orc) {
+        struct stat ls;
+        if (missing && lstat(path, &ls) != 0 && errno == ENOENT)
             *missing = 1;
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+        return orc;
     }
     struct stat st;
     int rc = VT_OK;
@@ -435,9 +439,10 @@ static int read_archive(reader *r, vt_error *err)
 {
     const char *A = r->archive;
     vt_seal *s = r->s;
-    int fd = open(A, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", A, strerror(errno));
+    int fd;
+    int orc = vt_input_open(A, NULL, &fd, NULL, err);
+    if (orc)
+        return orc;
     struct stat st;
     int rc = VT_OK;
     struct archive *a = NULL;

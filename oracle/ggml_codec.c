@@ -2,6 +2,7 @@
  * exposes its quantizers and decoders. Compiled against the ggml.h taken from
  * the same package's source bundle, so struct ggml_type_traits matches. */
 #include "ggml_codec.h"
+#include "../common/vt_input.h"
 #include "../engine/codec.h"
 
 #include <dlfcn.h>
@@ -56,6 +57,13 @@ vt_ggml *vt_ggml_open(const char *libdir, vt_error *err)
         return NULL;
     }
     snprintf(g->path, sizeof g->path, "%s/libggml-base.so", libdir);
+    /* dlopen() would wait on a FIFO: a regular file first (vt_input.h). */
+    vt_error ierr;
+    if (vt_input_check(g->path, NULL, &ierr)) {
+        vt_error_set(err, VT_EINPUT, "%s: cannot load the ggml oracle (run scripts/bootstrap)", ierr.msg);
+        free(g);
+        return NULL;
+    }
     g->lib = dlopen(g->path, RTLD_NOW | RTLD_LOCAL);
     if (!g->lib) {
         vt_error_set(err, VT_EINPUT, "%s: cannot load the ggml oracle: %s (run scripts/bootstrap)",

@@ -15,6 +15,7 @@
  * next. vt pins the variant instead (vt_llamacpp_cpu_variant): the one the
  * engine's arithmetic follows, icelake, wherever this CPU runs it. */
 #include "llamacpp_lib.h"
+#include "../common/vt_input.h"
 
 #include "../common/vt_json.h"
 
@@ -77,8 +78,8 @@ static int find_libllama(const char *libdir, char *path, size_t cap)
  * length, 0 if it cannot be read. */
 static size_t read_small(const char *path, char *buf, size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    FILE *f;
+    if (vt_input_fopen(path, NULL, &f, NULL, NULL))
         return 0;
     size_t n = fread(buf, 1, cap - 1, f);
     fclose(f);
@@ -194,7 +195,8 @@ static int load_cpu_variant(vt_llamacpp_lib *L, void *h, void (*load_all_from_pa
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", L->libdir, want);
     int (*score)(void) = NULL;
-    void *v = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* dlopen() would wait on a FIFO: a regular file first (vt_input.h). */
+    void *v = vt_input_check(path, NULL, NULL) == VT_OK ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (v) {
         void *p = dlsym(v, "ggml_backend_score");
         memcpy(&score, &p, sizeof p);
@@ -284,6 +286,10 @@ static int load_locked(const char *libdir, vt_error *err)
     if (!find_libllama(L->libdir, L->path, sizeof L->path))
         return vt_error_set(err, VT_EINPUT, "%s: no libllama*.so: cannot load the llama.cpp oracle "
                             "(run scripts/bootstrap)", L->libdir);
+    vt_error ierr;
+    if (vt_input_check(L->path, NULL, &ierr))
+        return vt_error_set(err, VT_EINPUT, "%s: cannot load the llama.cpp oracle (run scripts/bootstrap)",
+                            ierr.msg);
     void *h = dlopen(L->path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return vt_error_set(err, VT_EINPUT, "%s: cannot load the llama.cpp oracle: %s "

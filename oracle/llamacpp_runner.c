@@ -1,6 +1,7 @@
 /* The llamacpp runner: one llama_model + llama_context on the CPU backend,
  * one sequence (id 0), raw logits out. */
 #include "llamacpp_runner.h"
+#include "../common/vt_input.h"
 #include "llamacpp_lib.h"
 
 #include <errno.h>
@@ -79,11 +80,9 @@ static int lc_open(const vt_runner_settings *set, void **state, vt_error *err)
     if (rc)
         return rc;
     /* llama.cpp only says it failed; say why when it is the usual reason. */
-    FILE *f = fopen(set->model_path, "rb");
-    if (!f)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", set->model_path,
-                            strerror(errno));
-    fclose(f);
+    rc = vt_input_check(set->model_path, NULL, err);
+    if (rc)
+        return rc;
 
     const vt_llamacpp_lib *lib = vt_llamacpp_lib_load(NULL, err);
     if (!lib)

@@ -14,6 +14,7 @@
  * runtime, never counted as verified. A required package of which no
  * module was imported is a problem too. */
 #include "prov_internal.h"
+#include "../common/vt_input.h"
 #include "provenance.h"
 
 #include "../common/vt_json.h"
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 typedef struct rec_file {
@@ -119,9 +121,15 @@ void vt_imports_report_free(vt_imports_report *r)
 static int read_site(const char *site, rec_file **recs, int *n_recs, int *cap, dist **dists, int *n_dists,
                      vt_lines *problems, vt_error *err)
 {
-    DIR *d = opendir(site);
-    if (!d)
+    int dfd;
+    vt_error derr;
+    if (vt_input_opendir(site, NULL, &dfd, &derr))
+        return vt_error_set(err, VT_EINPUT, "sites: %s", derr.msg);
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
         return vt_error_set(err, VT_EINPUT, "sites: %s: %s: expected a readable directory", site, strerror(errno));
+    }
     char **names = NULL;
     int nn = 0, rc = VT_OK;
     struct dirent *de;
@@ -147,7 +155,7 @@ static int read_site(const char *site, rec_file **recs, int *n_recs, int *cap, d
         int e = rpath ? vt_prov_read_file(rpath, 64u << 20, &text, &len) : ENOMEM;
         if (e) {
             vt_lines_addf(problems, "%s: RECORD unreadable: %s: expected every installed distribution to list its files",
-                          rpath ? rpath : names[i], strerror(e));
+                          rpath ? rpath : names[i], vt_prov_strerror(rpath, e));
         } else {
             dist *ds = realloc(*dists, sizeof *ds * (size_t)(*n_dists + 1));
             if (!ds) {
@@ -302,7 +310,7 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
     size_t len = 0;
     int e = vt_prov_read_file(path, 64u << 20, &text, &len);
     if (e)
-        return vt_error_set(err, VT_EINPUT, "%s: %s: expected a vt.imports/1 file", path, strerror(e));
+        return vt_error_set(err, VT_EINPUT, "%s: %s: expected a vt.imports/1 file", path, vt_prov_strerror(path, e));
     cJSON *doc = vt_json_parse(text, len, path, err);
     free(text);
     if (!doc)

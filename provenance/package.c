@@ -4,6 +4,7 @@
  * against the lock file's sha512 integrity, and the shared objects a process
  * loaded from the unpacked package against the tarball members. */
 #include "prov_internal.h"
+#include "../common/vt_input.h"
 
 #include "../common/vt_json.h"
 #include "../common/vt_parse.h"
@@ -112,6 +113,60 @@ static int next_header(struct archive *a, struct archive_entry **e, int *r)
     return *r == ARCHIVE_OK || *r == ARCHIVE_WARN;
 }
 
+/* An archive read from a file vt_input_open opened (libarchive callbacks). */
+typedef struct la_src {
+    int fd;
+    unsigned char buf[ARCHIVE_BLOCK];
+} la_src;
+
+static la_ssize_t la_src_read(struct archive *a, void *p, const void **out)
+{
+    la_src *s = p;
+    *out = s->buf;
+    for (;;) {
+        ssize_t n = read(s->fd, s->buf, sizeof s->buf);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR) {
+            archive_set_error(a, errno, "read: %s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+static la_int64_t la_src_seek(struct archive *a, void *p, la_int64_t off, int whence)
+{
+    la_src *s = p;
+    off_t r = lseek(s->fd, (off_t)off, whence);
+    if (r < 0) {
+        archive_set_error(a, errno, "seek: %s", strerror(errno));
+        return ARCHIVE_FATAL;
+    }
+    return (la_int64_t)r;
+}
+
+static la_int64_t la_src_skip(struct archive *a, void *p, la_int64_t n)
+{
+    la_src *s = p;
+    off_t cur = lseek(s->fd, 0, SEEK_CUR);
+    if (cur < 0 || lseek(s->fd, (off_t)n, SEEK_CUR) < 0) {
+        (void)a;
+        return 0; /* libarchive reads through instead */
+    }
+    return n;
+}
+
+static int la_src_close(struct archive *a, void *p)
+{
+    (void)a;
+    la_src *s = p;
+    if (s) {
+        close(s->fd);
+        free(s);
+    }
+    return ARCHIVE_OK;
+}
+
 static struct archive *open_archive(const char *path, int zip, vt_error *err)
 {
     struct archive *a = archive_read_new();
@@ -125,7 +180,30 @@ static struct archive *open_archive(const char *path, int zip, vt_error *err)
         archive_read_support_filter_gzip(a);
         archive_read_support_format_tar(a);
     }
-    if (archive_read_open_filename(a, path, ARCHIVE_BLOCK) != ARCHIVE_OK) {
+    /* libarchive's own open() would wait on a FIFO: vt_input.h opens it. */
+    int fd;
+    vt_input_opts io = { .what = zip ? "a regular file (a zip, the wheel)" : "a regular file (a gzip tarball)" };
+    if (vt_input_open(path, &io, &fd, NULL, err)) {
+        archive_read_free(a);
+        return NULL;
+    }
+    la_src *src = malloc(sizeof *src);
+    if (!src) {
+        close(fd);
+        archive_read_free(a);
+        vt_error_set(err, VT_EINPUT, "%s: out of memory opening the archive", path);
+        return NULL;
+    }
+    src->fd = fd;
+    /* Seekable, as archive_read_open_filename is: the zip reader then reads
+     * the central directory rather than streaming. The close callback closes
+     * fd and frees src, also when the open fails. */
+    archive_read_set_callback_data(a, src);
+    archive_read_set_read_callback(a, la_src_read);
+    archive_read_set_seek_callback(a, la_src_seek);
+    archive_read_set_skip_callback(a, la_src_skip);
+    archive_read_set_close_callback(a, la_src_close);
+    if (archive_read_open1(a) != ARCHIVE_OK) {
         vt_error_set(err, VT_EINPUT, "%s: expected a readable %s: %s", path, zip ? "zip (wheel)" : "gzip tarball",
                      archive_error_string(a) ? archive_error_string(a) : "unknown error");
         archive_read_free(a);
@@ -750,7 +828,7 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
     size_t len = 0;
     int e = rec_path ? vt_prov_read_file(rec_path, RECORD_MAX_BYTES, &text, &len) : ENOMEM;
     if (e) {
-        vt_lines_addf(problems, "%s: installed RECORD unreadable: %s", rec_path ? rec_path : distinfo, strerror(e));
+        vt_lines_addf(problems, "%s: installed RECORD unreadable: %s", rec_path ? rec_path : distinfo, vt_prov_strerror(rec_path, e));
         free(rec_path);
         return;
     }
@@ -982,9 +1060,10 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
      * package (an __init__.py it installed). Namespace directories may be
      * shared with other distributions and are not walked. */
     qsort(keys, (size_t)n_keys, sizeof *keys, cmp_str);
-    int root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0)
-        vt_lines_addf(problems, "%s: installed directory unreadable: %s", dir, strerror(errno));
+    int root_fd;
+    vt_error derr;
+    if (vt_input_opendir(dir, NULL, &root_fd, &derr))
+        vt_lines_addf(problems, "installed directory unreadable: %s", derr.msg);
     walk w = { dir, root_fd, keys, n_keys, problems };
     int n_top = 0;
     for (int i = 0; i < n_keys; i++) {
@@ -1119,7 +1198,7 @@ static int read_lock(const char *path, cJSON **root_out, lock_pkg **pkgs_out, in
     *n_out = 0;
     int e = vt_prov_read_file(path, RECORD_MAX_BYTES, &text, &len);
     if (e)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));
+        return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, vt_prov_strerror(path, e));
     cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
@@ -1249,7 +1328,7 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
     vt_prov_digest td = { .md = { EVP_sha256(), EVP_sha512() }, .n_md = 2 };
     int e = rc == VT_OK ? vt_prov_digest_path(tarball_path, &td, NULL, NULL, 0) : 0;
     if (e)
-        rc = vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", tarball_path, strerror(e));
+        rc = vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", tarball_path, vt_prov_strerror(tarball_path, e));
     if (rc == VT_OK) {
         vt_prov_hex(td.out[0], 32, out->sha256.hex);
         char b64[96];

@@ -70,6 +70,10 @@ char *vt_prov_strdup(const char *s);
 char *vt_prov_join(const char *base, const char *name);
 /* Reads a whole (small) file; NUL-terminated. Returns 0 or errno. */
 int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len);
+/* strerror(e), except that a file vt_prov_read_file or vt_prov_digest_path
+ * refused for what it is (EINVAL, EISDIR, ENXIO, ELOOP) is named: "a FIFO:
+ * expected a regular file" (common/vt_input.h's wording). Thread-local. */
+const char *vt_prov_strerror(const char *path, int e);
 
 /* ---- strict JSON (cJSON) field access ---- */
 /* The member named key of obj (of a document vt_json_parse read: no key

@@ -1,6 +1,7 @@
 /* Small helpers shared by provenance/: line lists, strict
  * JSON field access and the RECORD CSV parser. */
 #include "prov_internal.h"
+#include "../common/vt_input.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -88,13 +89,28 @@ char *vt_prov_join(const char *base, const char *name)
     return p;
 }
 
+const char *vt_prov_strerror(const char *path, int e)
+{
+    static __thread char buf[96];
+    struct stat st;
+    if ((e == EINVAL || e == EISDIR || e == ENXIO) && path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(buf, sizeof buf, "%s: expected a regular file", vt_input_kind(st.st_mode));
+        return buf;
+    }
+    return strerror(e);
+}
+
 int vt_prov_read_file(const char *path, size_t limit, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not make open() wait; fstat refuses it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return errno;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;

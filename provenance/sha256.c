@@ -220,10 +220,15 @@ static int digest_fd_piped(int fd, vt_prov_stream *s, size_t cap)
 int vt_prov_digest_path(const char *path, vt_prov_digest *d, const vt_hash_options *opt, unsigned char *scratch,
                         size_t scratch_cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: open() on a FIFO would wait for a writer; the fstat below
+     * refuses it. Cleared before reading. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return errno;
     struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         /* A FIFO or device would never end or not be the file meant. */
         int e = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
@@ -350,8 +355,8 @@ int vt_sha256_buffer(const void *data, size_t size, vt_sha256_hex *out)
 
 static int hash_error(vt_error *err, const char *path, int e)
 {
-    if (e == EINVAL)
-        return vt_error_set(err, VT_EINPUT, "%s: expected a regular file", path);
+    if (e == EINVAL || e == EISDIR || e == ENXIO)
+        return vt_error_set(err, VT_EINPUT, "%s: %s", path, vt_prov_strerror(path, e));
     if (e == EIO)
         return vt_error_set(err, VT_EINPUT, "%s: SHA-256 failed (read error or OpenSSL failure)", path);
     return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));

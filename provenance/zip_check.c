@@ -24,6 +24,7 @@
  *     members sharing bytes.
  * ZIP64 records and extra fields are read where the 32-bit fields say so. */
 #include "prov_internal.h"
+#include "../common/vt_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -327,9 +328,11 @@ static int cmp_offset(const void *a, const void *b)
 
 int vt_prov_zip_check(const char *path, vt_lines *pr, vt_error *err)
 {
-    zfile z = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
-    if (z.fd < 0)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    zfile z = { .fd = -1 };
+    vt_input_opts io = { .what = "a regular file (a zip)" };
+    int orc = vt_input_open(path, &io, &z.fd, NULL, err);
+    if (orc)
+        return orc;
     struct stat st;
     int rc = VT_OK;
     unsigned char *tail = NULL, *cd = NULL, *buf = NULL;

@@ -1425,7 +1425,7 @@ Test(seal, create_refuses_a_file_given_as_the_directory)
     fputs("not a directory\n", f);
     fclose(f);
     cr_assert_eq(seal("create '%s' -o '%s'", P("plain"), P("p.tar.gz")), 2, "%s", err_text());
-    assert_err_has("plain: cannot open directory: Not a directory");
+    assert_err_has("plain: a regular file: expected a directory");
     cr_assert(!exists(P("p.tar.gz")));
 }
 
