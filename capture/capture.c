@@ -71,8 +71,23 @@ static int side_name_of(const char *out, const char *side, char **name, char **d
                           !r1 ? out : side);
     } else {
         char *rel = relative_dir(r1, r2);
+        if (rel && *rel) {
+            /* A capture names its side files by plain file name, beside it
+             * (issue 19: the reader takes nothing else). */
+            rc = vt_error_set(err, VT_EINPUT, "%s: in %s, not in the capture's directory %s: expected a side file "
+                              "beside --out (a capture names its side files by plain file name)", side, r2, r1);
+            free(rel);
+            rel = NULL;
+        }
         size_t n = rel ? strlen(rel) + strlen(vt_capture_base_name(side)) + 2 : 0;
         *name = rel ? malloc(n) : NULL;
+        if (rc) {
+            free(d1);
+            free(d2);
+            free(r1);
+            free(r2);
+            return rc;
+        }
         if (*name)
             snprintf(*name, n, "%s%s%s", rel, *rel ? "/" : "", vt_capture_base_name(side));
         free(rel);
@@ -274,9 +289,9 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     else if (c->ops && c->ops->imports)
         c->package_kind = PKG_IMPORTS;
 
-    /* Side files are named relative to the capture's directory; both
+    /* Side files are beside the capture, named by plain file name; both
      * directories must exist for publication anyway. The top-k file is
-     * beside the capture unless asked elsewhere: X.json -> X.topk. */
+     * X.topk beside X.json unless --topk-out names another. */
     if (rc == VT_OK && o->logits_out)
         rc = side_name_of(o->out, o->logits_out, &c->side_name, &c->side_dir, err);
     if (rc == VT_OK && o->top_k > 0 && !o->score_prefix_of) {

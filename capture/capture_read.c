@@ -1,5 +1,6 @@
 /* Fast, strict reader of captures and prefix scores: see capture_read.h. */
 #include "capture_read.h"
+#include "../common/vt_input.h"
 
 #include "canonical_json.h"
 #include "capture.h"
@@ -1088,6 +1089,12 @@ static int side_paths(vt_doc *d, vt_error *err)
     for (int i = 0; i < 2; i++) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->meta, members[i]),
                                                              "name");
+        /* A name from inside the document: a plain file name beside it, never
+         * a path (issue 19: "../x" or "/etc/passwd" would point vt anywhere). */
+        if (cJSON_IsString(name) && !vt_input_plain_name(name->valuestring))
+            return vt_error_set(err, VT_EINPUT, "%s: field %s.name: \"%.200s\": expected a plain file name in the "
+                                "document's directory (no '/', not '.' or '..')", d->path, members[i],
+                                name->valuestring);
         if (cJSON_IsString(name) && !(*out[i] = side_path(d, name->valuestring)))
             return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
     }
@@ -1116,7 +1123,7 @@ static int logits_check(vt_doc *d, vt_error *err)
 
 /* The capture's top-k side file (topk_file), mapped and checked whole
  * against what the capture says of it: present iff logprobs_top_k > 0,
- * named relative to the capture's directory. */
+ * named by plain file name in the capture's directory. */
 static int topk_open(vt_doc *d, int no_side_files, vt_error *err)
 {
     const cJSON *tf = cJSON_GetObjectItemCaseSensitive(d->meta, "topk_file");
@@ -1412,12 +1419,17 @@ int vt_doc_read(const vt_doc_source *src, vt_doc *d, vt_error *err)
             vt_doc_free(d);
         return rc;
     }
-    int fd = open(src->path, O_RDONLY | O_CLOEXEC);
+    int fd;
+    vt_input_opts io = { .what = "a JSON document (a regular file)" };
+    int orc = vt_input_open(src->path, &io, &fd, NULL, err);
+    if (orc) {
+        vt_doc_free(d);
+        return orc;
+    }
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         int rc = vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", src->path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+        close(fd);
         vt_doc_free(d);
         return rc;
     }

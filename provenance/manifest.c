@@ -252,7 +252,7 @@ int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err)
     size_t len;
     int e = vt_prov_read_file(path, MANIFEST_MAX_BYTES, &text, &len);
     if (e)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, strerror(e));
+        return vt_error_set(err, VT_EINPUT, "%s: cannot read: %s", path, vt_prov_strerror(path, e));
     cJSON *root = vt_json_parse(text, len, path, err);
     free(text);
     if (!root)
@@ -290,6 +290,19 @@ int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err)
         }
         if (!cJSON_IsString(name) || !name->valuestring[0]) {
             rc = vt_error_set(err, VT_EINPUT, "%s: %s.name: expected a non-empty string", path, where);
+            break;
+        }
+        /* Names are relative to the manifest's directory by design, '..'
+         * included (vt_manifest_make_for writes "../models/x.gguf"); an
+         * absolute name or a control character is refused (issue 19). */
+        const char *nm = name->valuestring;
+        int ctl = 0;
+        for (const unsigned char *q = (const unsigned char *)nm; *q; q++)
+            ctl |= *q < 0x20 || *q == 0x7f;
+        if (nm[0] == '/' || ctl) {
+            rc = vt_error_set(err, VT_EINPUT, "%s: %s.name: \"%.200s\": expected a path relative to the manifest's "
+                              "directory (not absolute, no control character)", path, where, ctl ? "(control "
+                              "character)" : nm);
             break;
         }
         double sz = size->valuedouble;
