@@ -1082,7 +1082,7 @@ static char *side_path(const vt_doc *d, const char *name)
     return path;
 }
 
-static int side_paths(vt_doc *d, vt_error *err)
+static int side_paths(vt_doc *d, int no_side_files, vt_error *err)
 {
     static const char *const members[2] = { "topk_file", "logits_file" };
     char **out[2] = { &d->topk_path, &d->logits_path };
@@ -1097,6 +1097,11 @@ static int side_paths(vt_doc *d, vt_error *err)
                                 name->valuestring);
         if (cJSON_IsString(name) && !(*out[i] = side_path(d, name->valuestring)))
             return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
+        /* Beside the document means there, not a link to elsewhere. */
+        struct stat ls;
+        if (*out[i] && !no_side_files && lstat(*out[i], &ls) == 0 && S_ISLNK(ls.st_mode))
+            return vt_error_set(err, VT_EINPUT, "%s: field %s: %s: a symbolic link: expected a regular file beside "
+                                "the document", d->path, members[i], *out[i]);
     }
     return VT_OK;
 }
@@ -1397,7 +1402,7 @@ static int parse_doc(vt_doc *d, const char *base, size_t len, vt_doc_kind want, 
     if (rc == VT_OK)
         rc = determinism_check(d, err);
     if (rc == VT_OK)
-        rc = side_paths(d, err);
+        rc = side_paths(d, no_side_files, err);
     if (rc == VT_OK && want == VT_DOC_CAPTURE)
         rc = topk_open(d, no_side_files, err);
     if (rc == VT_OK && d->logits_path && !no_side_files)

@@ -377,7 +377,7 @@ int vt_manifest_check_files(const vt_manifest *m, const char *base_dir, vt_manif
             what = "missing";
         } else if (status[i]) {
             r->status = VT_MANIFEST_UNREADABLE;
-            vt_sbuf_printf(&line, "%s: unreadable (%s): %s", f->name, r->path, strerror(status[i]));
+            vt_sbuf_printf(&line, "%s: unreadable (%s): %s", f->name, r->path, vt_prov_strerror(r->path, status[i]));
             what = "unreadable";
         } else {
             r->size = sizes[i];

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Issue 19, hostile input, first class: every input file vt opens, given as a
+# FIFO, a directory, or a symbolic link to a FIFO, is refused with exit 2 and
+# one stderr line naming the file and saying what was expected, and nothing
+# is written. Each command runs under `timeout 60` (a watchdog, not a timing
+# assert): exit 124 is a hang, reported as a failure. Side-file names recorded
+# inside a capture ("../x", "/etc/passwd", a link) are refused before reading.
+# usage: tests/hostile_inputs.sh BINDIR SOURCE_DIR
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+vt=$bin/vt
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail=0
+n_points=0
+n_runs=0
+bad() {
+    echo "hostile_inputs: FAIL: $*" >&2
+    fail=1
+}
+
+# ---- real documents to substitute into
+"$vt" fixture make --preset tiny --weights Q8_0 -o t.gguf > /dev/null || { bad "fixture make"; exit 1; }
+head -3 "$src/fixtures/prompts/default16.jsonl" > p.jsonl
+cap=(--model t.gguf --prompts p.jsonl --max-tokens 6 --no-timestamp)
+"$bin/vt-capture" --runner engine "${cap[@]}" --out e.json --logits-out e.logits > /dev/null &&
+    "$bin/vt-capture" --runner llamacpp "${cap[@]}" --out o.json --logits-out o.logits > /dev/null &&
+    "$bin/vt-capture" --runner llamacpp --model t.gguf --score-prefix-of e.json --out s.json --no-timestamp \
+        > /dev/null || { bad "captures"; exit 1; }
+nt=(--allow-unverified --allow-diff matmul)
+"$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores s.json "${nt[@]}" --out r.json > /dev/null
+rc=$?
+[ $rc = 0 ] || [ $rc = 1 ] || { bad "vt-neartie on the real documents: exit $rc"; exit 1; }
+mkdir ev && cp e.json e.topk ev/ && "$bin/vt-seal" create ev -o ev.tar.gz --attestation > /dev/null ||
+    { bad "seal create"; exit 1; }
+head -c 4096 /dev/urandom > m.bin && "$vt" provenance manifest make m.bin -o m.json > /dev/null ||
+    { bad "manifest make"; exit 1; }
+printf '{"launcher":"hostile_inputs.sh","host":"ci","command":["vt-capture"]}\n' > l.json
+printf 'The quick brown fox jumps over the lazy dog. %.0s' $(seq 60) > corpus.txt
+mkdir pkg && echo '{}' > pkg/package.json && tar czf pkg.tgz pkg
+lock=$src/oracle/llamacpp.lock.json
+npm_tgz=$(ls "$src"/deps/npm/node-llama-cpp-[0-9]*.tgz 2> /dev/null | head -1)
+
+# ---- the hostile files: h/<kind>/NAME, made on demand
+# make_hostile KIND PATH: a FIFO, a directory, or a symbolic link to a FIFO
+make_hostile() {
+    rm -rf "$2"
+    case $1 in
+    fifo) mkfifo "$2" ;;
+    directory) mkdir "$2" ;;
+    symlink) mkfifo "$2.target" && ln -s "$(basename "$2").target" "$2" ;;
+    esac
+}
+
+# probe NAME KINDS HOSTILE_PATH CMD...: CMD (with @H@ replaced by HOSTILE_PATH
+# and @OUT@ by an empty output directory) must exit 2 within the watchdog,
+# print one stderr line naming HOSTILE_PATH's file name with "expected", and
+# leave @OUT@ empty. KINDS: which of fifo,directory,symlink apply.
+probe() {
+    local name=$1 kinds=$2 hpath=$3
+    shift 3
+    n_points=$((n_points + 1))
+    local kind
+    for kind in ${kinds//,/ }; do
+        n_runs=$((n_runs + 1))
+        local out=$work/out/$name.$kind
+        rm -rf "$out" && mkdir -p "$out" "$(dirname "$hpath")"
+        make_hostile "$kind" "$hpath"
+        local args=() a
+        for a in "$@"; do
+            a=${a//@H@/$hpath}
+            args+=("${a//@OUT@/$out}")
+        done
+        timeout 60 "${args[@]}" > "$out.stdout" 2> "$out.stderr" < /dev/null
+        local rc=$?
+        local base
+        base=$(basename "$hpath")
+        if [ $rc = 124 ] || [ $rc = 137 ]; then
+            bad "$name ($kind): hung (killed by the 60 s watchdog): ${args[*]}"
+        elif [ $rc != "${want_rc:-2}" ]; then
+            bad "$name ($kind): exit $rc, expected ${want_rc:-2}: $(head -c 300 "$out.stderr")"
+        elif [ "$(wc -l < "$out.stderr")" != 1 ]; then
+            bad "$name ($kind): $(wc -l < "$out.stderr") stderr lines, expected one: $(head -c 400 "$out.stderr")"
+        elif ! grep -q "$base.*expected" "$out.stderr" && ! { [ "${want_rc:-2}" = 1 ] &&
+            grep -q "$base.*expected a regular file" "$out.stdout"; }; then
+            bad "$name ($kind): stderr does not name $base and what was expected: $(cat "$out.stderr")"
+        elif [ -n "$(ls -A "$out")" ]; then
+            bad "$name ($kind): wrote $(ls -A "$out" | head -3 | tr '\n' ' ')"
+        fi
+        rm -rf "$hpath" "$hpath.target"
+    done
+}
+
+all=fifo,directory,symlink
+H=$work/h
+# vt-neartie
+probe neartie-local $all "$H/L.json" "$bin/vt-neartie" --local @H@ --oracle o.json --prefix-scores s.json "${nt[@]}" --out @OUT@/r.json
+probe neartie-oracle $all "$H/O.json" "$bin/vt-neartie" --local e.json --oracle @H@ --prefix-scores s.json "${nt[@]}" --out @OUT@/r.json
+probe neartie-prefix-scores $all "$H/S.json" "$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores @H@ "${nt[@]}" --out @OUT@/r.json
+# side files named inside a capture: the document copied beside a hostile one
+mkdir -p side && cp e.json e.topk side/
+probe side-logits-file $all "$work/side/e.logits" "$bin/vt-neartie" --local side/e.json --oracle o.json --prefix-scores s.json "${nt[@]}" --out @OUT@/r.json
+mkdir -p side2 && cp e.json e.logits side2/
+probe side-topk-file $all "$work/side2/e.topk" "$bin/vt-neartie" --local side2/e.json --oracle o.json --prefix-scores s.json "${nt[@]}" --out @OUT@/r.json
+# vt-capture
+ecap=(--runner engine --model t.gguf --max-tokens 2 --no-timestamp --out @OUT@/c.json)
+probe capture-prompts $all "$H/P.jsonl" "$bin/vt-capture" --runner engine --model t.gguf --prompts @H@ --max-tokens 2 --no-timestamp --out @OUT@/c.json
+probe capture-model $all "$H/M.gguf" "$bin/vt-capture" --runner engine --model @H@ --prompts p.jsonl --max-tokens 2 --no-timestamp --out @OUT@/c.json
+probe capture-model-manifest $all "$H/MM.json" "$bin/vt-capture" "${ecap[@]}" --prompts p.jsonl --model-manifest @H@
+probe capture-launcher-manifest $all "$H/LM.json" "$bin/vt-capture" "${ecap[@]}" --prompts p.jsonl --launcher-manifest @H@
+probe capture-score-prefix-of $all "$H/SP.json" "$bin/vt-capture" --runner llamacpp --model t.gguf --score-prefix-of @H@ --no-timestamp --out @OUT@/s.json
+probe capture-package $all "$H/pkg.tgz" "$bin/vt-capture" --runner llamacpp --model t.gguf --prompts p.jsonl --max-tokens 2 --no-timestamp --out @OUT@/c.json --package @H@
+if [ -n "$npm_tgz" ]; then
+    probe capture-lock $all "$H/lock.json" "$bin/vt-capture" --runner llamacpp --model t.gguf --prompts p.jsonl --max-tokens 2 --no-timestamp --out @OUT@/c.json --package "$npm_tgz" --lock @H@
+else
+    bad "capture-lock: no npm tarball under $src/deps/npm (run scripts/bootstrap)"
+fi
+# vt provenance
+mkdir -p man && cp m.json man/
+# A listed file that is not a regular file is a verification outcome, as a
+# missing one is (exit 1, status "unreadable" in vt.manifest-verify/1), not
+# bad input: exit 1, and its MISMATCH line on stdout says what it is.
+want_rc=1 probe manifest-verify-listed $all "$work/man/m.bin" "$vt" provenance manifest verify man/m.json
+probe manifest-verify $all "$H/MV.json" "$vt" provenance manifest verify @H@
+probe verify-wheel $all "$H/w-1.0-py3-none-any.whl" "$vt" provenance verify-wheel @H@
+probe verify-npm-tarball $all "$H/t.tgz" "$vt" provenance verify-npm @H@ --lock "$lock" --name node-llama-cpp
+probe verify-npm-lock $all "$H/lock.json" "$vt" provenance verify-npm pkg.tgz --lock @H@ --name node-llama-cpp
+probe verify-imports $all "$H/imports.json" "$vt" provenance verify-imports @H@
+# vt-seal
+# The archive itself: its seal beside it, so that the archive is what is read.
+mkdir -p sealarch && cp ev.tar.gz.seal.json sealarch/
+probe seal-verify $all "$work/sealarch/ev.tar.gz" "$bin/vt-seal" verify @H@
+probe seal-verify-seal $all "$H/a.seal.json" "$bin/vt-seal" verify ev.tar.gz --seal @H@
+mkdir -p sealdir && cp ev.tar.gz ev.tar.gz.seal.json sealdir/
+probe seal-verify-intoto $all "$work/sealdir/ev.tar.gz.intoto.json" "$bin/vt-seal" verify sealdir/ev.tar.gz
+probe seal-extract $all "$work/sealarch/ev.tar.gz" "$bin/vt-seal" extract @H@ -C @OUT@/x
+probe seal-extract-seal $all "$H/x.seal.json" "$bin/vt-seal" extract ev.tar.gz --seal @H@ -C @OUT@/x
+probe seal-create fifo,symlink "$H/dir" "$bin/vt-seal" create @H@ -o @OUT@/a.tar.gz
+# vt
+probe gguf-info $all "$H/g.gguf" "$vt" gguf info @H@
+probe gguf-rewrite $all "$H/g.gguf" "$vt" gguf rewrite @H@ @OUT@/g2.gguf
+probe kld-corpus $all "$H/corpus.txt" "$vt" kld --model t.gguf --corpus @H@ --ctx 32
+probe kld-model $all "$H/k.gguf" "$vt" kld --model @H@ --corpus corpus.txt --ctx 32
+probe export $all "$H/x.gguf" "$vt" export --safetensors @OUT@/st @H@
+probe run-model $all "$H/r.gguf" "$vt" run --runner engine --model @H@ --prompt hi --max-tokens 1
+probe run-plugin $all "$H/p.so" "$vt" run --runner plugin:@H@ --model t.gguf --prompt hi --max-tokens 1
+
+# ---- names inside a capture: re-sealed (as anyone can), refused before reading
+# forge NAME: e.json with logits_file.name set to NAME, its seal recomputed
+forge() {
+    python3 - "$1" > forged/e.json << 'EOF'
+import hashlib, sys
+t = open("e.json", "rb").read()
+old = b'"name":"e.logits"'
+assert t.count(old) == 1, "no logits_file name"
+t = t.replace(old, b'"name":' + ('"%s"' % sys.argv[1]).encode())
+body = t[:-76] + b"}"  # ,"seal":"<64 hex>"}\n
+seal = hashlib.sha256(body).hexdigest().encode()
+sys.stdout.buffer.write(t[:-76] + b',"seal":"' + seal + b'"}\n')
+EOF
+}
+mkdir -p forged && cp e.topk forged/ && echo secret > forged/x && mkfifo forged/fifo
+for name in "../x" "/etc/passwd" "sub/x" ".." "fifo"; do
+    n_points=$((n_points + 1))
+    n_runs=$((n_runs + 1))
+    forge "$name" || { bad "forge $name"; continue; }
+    rm -rf out/forged && mkdir -p out/forged
+    timeout 60 "$bin/vt-neartie" --local forged/e.json --oracle o.json --prefix-scores s.json "${nt[@]}" \
+        --out out/forged/r.json > /dev/null 2> forged.err < /dev/null
+    rc=$?
+    if [ $rc = 124 ]; then
+        bad "logits_file.name $name: hung (killed by the 60 s watchdog)"
+    elif [ $rc != 2 ] || [ "$(wc -l < forged.err)" != 1 ] || ! grep -q "e.json" forged.err ||
+        ! grep -q "expected" forged.err; then
+        bad "logits_file.name $name: exit $rc, expected 2 and one line naming the document: $(head -c 300 forged.err)"
+    elif [ "$name" != fifo ] && ! grep -q "logits_file.name" forged.err; then
+        bad "logits_file.name $name: the field is not named: $(cat forged.err)"
+    elif [ -n "$(ls -A out/forged)" ]; then
+        bad "logits_file.name $name: wrote $(ls -A out/forged)"
+    fi
+done
+
+# vt-capture refuses to write a side file outside the capture's directory
+n_points=$((n_points + 1))
+n_runs=$((n_runs + 1))
+mkdir -p out/cap out/elsewhere
+timeout 60 "$bin/vt-capture" --runner engine "${cap[@]}" --out out/cap/c.json --logits-out out/elsewhere/c.logits \
+    > /dev/null 2> cap.err
+rc=$?
+{ [ $rc = 2 ] && grep -q "c.logits" cap.err && [ -z "$(find out/cap out/elsewhere -mindepth 1)" ]; } ||
+    bad "--logits-out outside --out's directory: exit $rc, expected 2 and nothing written: $(head -c 300 cap.err)"
+
+[ $fail = 0 ] && echo "hostile_inputs: OK: $n_points entry points x {fifo, directory, symlink} ($n_runs runs)" \
+    "refused with exit 2, nothing written, none hung"
+exit $fail
