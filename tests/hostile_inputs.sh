@@ -182,6 +182,17 @@ for name in "../x" "/etc/passwd" "sub/x" ".." "fifo"; do
     fi
 done
 
+# a model manifest naming an absolute path: refused (relative names, '..'
+# included, are its design)
+n_points=$((n_points + 1))
+n_runs=$((n_runs + 1))
+mkdir -p abs && sed -E 's|"name": *"m.bin"|"name": "/etc/passwd"|' m.json > abs/m.json
+grep -q '/etc/passwd' abs/m.json || bad "the absolute-name manifest was not made: $(head -c 200 abs/m.json)"
+timeout 60 "$vt" provenance manifest verify abs/m.json > abs.out 2> abs.err
+rc=$?
+{ [ $rc = 2 ] && [ "$(wc -l < abs.err)" = 1 ] && grep -q 'abs/m.json: files\[0\].name: "/etc/passwd": expected' abs.err; } ||
+    bad "manifest with an absolute name: exit $rc, expected 2 and one line: $(head -c 300 abs.err)"
+
 # vt-capture refuses to write a side file outside the capture's directory
 n_points=$((n_points + 1))
 n_runs=$((n_runs + 1))
