@@ -7,6 +7,7 @@
 #include "canonical_json.h"
 #include "strict.h"
 
+#include "../common/vt_input.h"
 #include "../common/vt_json.h"
 #include "../engine/gguf_file.h"
 #include "../engine/tokenizer.h"
@@ -101,6 +102,17 @@ static int side_name_of(const char *out, const char *side, char **name, char **d
     free(r1);
     free(r2);
     return rc;
+}
+
+/* A directory option: a directory (common/vt_input.h), else exit 2. */
+static int check_dir(const char *opt, const char *path, vt_error *err)
+{
+    int fd;
+    vt_error e;
+    if (vt_input_opendir(path, NULL, &fd, &e))
+        return vt_error_set(err, VT_EINPUT, "%s %s", opt, e.msg);
+    close(fd);
+    return VT_OK;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -263,6 +275,8 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
                           "nothing)", o->max_tokens);
     else if (o->top_k < 0)
         rc = vt_error_set(err, VT_EINPUT, "--top-k %d: expected at least 0 (0: no top-k side file)", o->top_k);
+    else if (o->package_root && check_dir("--package-root", o->package_root, err))
+        rc = VT_EINPUT;
     else if (o->topk_out && (o->top_k == 0 || o->score_prefix_of))
         rc = vt_error_set(err, VT_EINPUT, "--topk-out %s: expected no top-k side file %s", o->topk_out,
                           o->top_k == 0 ? "with --top-k 0" : "when scoring (--score-prefix-of)");

@@ -1305,6 +1305,12 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
         return vt_error_set(err, VT_EINPUT, "name: expected the npm package name");
     if (n_loaded > 0 && !pkg_root)
         return vt_error_set(err, VT_EINPUT, "pkg_root: expected the unpacked package directory for loaded objects");
+    if (pkg_root) { /* a directory, not a FIFO or a file (issue 19) */
+        int dfd;
+        if (vt_input_opendir(pkg_root, NULL, &dfd, err))
+            return VT_EINPUT;
+        close(dfd);
+    }
     cJSON *lock_root = NULL;
     lock_pkg *pkgs = NULL;
     int n_pkgs = 0;

@@ -117,7 +117,12 @@ if [ -n "$npm_tgz" ]; then
 else
     bad "capture-lock: no npm tarball under $src/deps/npm (run scripts/bootstrap)"
 fi
+probe capture-package-root fifo,symlink "$H/root" "$bin/vt-capture" --runner llamacpp --model t.gguf --prompts p.jsonl --max-tokens 2 --no-timestamp --out @OUT@/c.json --package "$npm_tgz" --package-root @H@
+probe neartie-score-with-model $all "$H/sw.gguf" "$bin/vt-neartie" --local e.json --oracle o.json --score-with llamacpp --model @H@ "${nt[@]}" --out @OUT@/r.json
+probe neartie-package $all "$H/np.tgz" "$bin/vt-neartie" --local e.json --oracle o.json --score-with llamacpp --model t.gguf --package @H@ "${nt[@]}" --out @OUT@/r.json
+probe agree-model $all "$H/a.gguf" "$vt" agree --model @H@ --prompts 1 --max-tokens 1
 # vt provenance
+probe verify-npm-root fifo,symlink "$H/nroot" "$vt" provenance verify-npm "$npm_tgz" --lock "$lock" --name node-llama-cpp --root @H@ --loaded x.so
 mkdir -p man && cp m.json man/
 # A listed file that is not a regular file is a verification outcome, as a
 # missing one is (exit 1, status "unreadable" in vt.manifest-verify/1), not
