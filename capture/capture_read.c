@@ -1,6 +1,7 @@
 /* Fast, strict reader of captures and prefix scores: see capture_read.h. */
 #include "capture_read.h"
 #include "../common/vt_input.h"
+#include "../common/vt_utf8.h"
 
 #include "canonical_json.h"
 #include "capture.h"
@@ -1091,10 +1092,13 @@ static int side_paths(vt_doc *d, int no_side_files, vt_error *err)
                                                              "name");
         /* A name from inside the document: a plain file name beside it, never
          * a path (issue 19: "../x" or "/etc/passwd" would point vt anywhere). */
-        if (cJSON_IsString(name) && !vt_input_plain_name(name->valuestring))
-            return vt_error_set(err, VT_EINPUT, "%s: field %s.name: \"%.200s\": expected a plain file name in the "
-                                "document's directory (no '/', not '.' or '..')", d->path, members[i],
-                                name->valuestring);
+        if (cJSON_IsString(name) && !vt_input_plain_name(name->valuestring)) {
+            char shown[208];
+            vt_ascii_line(shown, sizeof shown, name->valuestring);
+            return vt_error_set(err, VT_EINPUT, "%s: field %s.name: \"%s\": expected a plain file name in the "
+                                "document's directory (no '/', not '.' or '..', no control character)", d->path,
+                                members[i], shown);
+        }
         if (cJSON_IsString(name) && !(*out[i] = side_path(d, name->valuestring)))
             return vt_error_set(err, VT_EINPUT, "%s: out of memory", d->path);
         /* Beside the document means there, not a link to elsewhere. */

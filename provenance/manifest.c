@@ -4,6 +4,7 @@
 #include "prov_internal.h"
 
 #include "../common/vt_json.h"
+#include "../common/vt_utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -300,9 +301,10 @@ int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err)
         for (const unsigned char *q = (const unsigned char *)nm; *q; q++)
             ctl |= *q < 0x20 || *q == 0x7f;
         if (nm[0] == '/' || ctl) {
-            rc = vt_error_set(err, VT_EINPUT, "%s: %s.name: \"%.200s\": expected a path relative to the manifest's "
-                              "directory (not absolute, no control character)", path, where, ctl ? "(control "
-                              "character)" : nm);
+            char shown[208];
+            vt_ascii_line(shown, sizeof shown, nm);
+            rc = vt_error_set(err, VT_EINPUT, "%s: %s.name: \"%s\": expected a path relative to the manifest's "
+                              "directory (not absolute, no control character)", path, where, shown);
             break;
         }
         double sz = size->valuedouble;

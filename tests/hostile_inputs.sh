@@ -167,7 +167,7 @@ sys.stdout.buffer.write(t[:-76] + b',"seal":"' + seal + b'"}\n')
 EOF
 }
 mkdir -p forged && cp e.topk forged/ && echo secret > forged/x && mkfifo forged/fifo
-for name in "../x" "/etc/passwd" "sub/x" ".." "fifo"; do
+for name in "../x" "/etc/passwd" "sub/x" ".." 'e\u001b[31m.logits' "fifo"; do
     n_points=$((n_points + 1))
     n_runs=$((n_runs + 1))
     forge "$name" || { bad "forge $name"; continue; }
