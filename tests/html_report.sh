@@ -98,7 +98,8 @@ cmp -s r.json stdout.json || bad "--json's stdout is not the report --out wrote"
 mkdir ev && cp e.json e.logits o.json o.logits s.json sb.json r.json r.html ev/ &&
     "$bin/vt-seal" create ev -o ev.tar.gz > /dev/null && "$bin/vt-seal" verify ev.tar.gz > verify.txt ||
     bad "vt-seal of the evidence with the page: $(tail -2 verify.txt 2>/dev/null)"
-tar -xOzf ev.tar.gz manifest.json | grep -q '"r.html"' || bad "the sealed manifest does not list r.html"
+manifest=$(tar -xOzf ev.tar.gz manifest.json)
+grep -q '"r.html"' <<< "$manifest" || bad "the sealed manifest does not list r.html"
 
 [ $fail = 0 ] && echo "html_report: OK: the page rendered by $("$browser" --version 2>/dev/null | head -1);" \
     "the checker refused a blank page, a strip removed and a total changed; published as a group; same bytes" \

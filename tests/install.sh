@@ -31,8 +31,12 @@ done
 version=$("$prefix/bin/vt" --version)
 echo "$version" | grep -Eq '^vt [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{40}|unknown)\)$' ||
     fail "vt --version: '$version': expected 'vt X.Y.Z (git REVISION)'"
-"$prefix/bin/vt-seal" --help 2>&1 | grep -q "vt-seal\|vt seal" || fail "bin/vt-seal: does not run vt seal"
-"$prefix/bin/vt-capture" --help 2>&1 | grep -q "capture" || fail "bin/vt-capture: does not run vt capture"
+# The help read whole first: grep -q stops at its match, and under pipefail
+# a longer help then dies of SIGPIPE and reads as a failure (it did, at random).
+help=$("$prefix/bin/vt-seal" --help 2>&1)
+grep -q "vt-seal\|vt seal" <<< "$help" || fail "bin/vt-seal: does not run vt seal"
+help=$("$prefix/bin/vt-capture" --help 2>&1)
+grep -q "capture" <<< "$help" || fail "bin/vt-capture: does not run vt capture"
 "$prefix/bin/vt" --version extra > /dev/null 2>&1 && fail "vt --version extra: accepted"
 
 pc=$(find "$prefix" -name vt.pc)
