@@ -460,34 +460,6 @@ Test(kld_cli, f32_agrees_and_bad_input_is_refused)
 
 /* stdout of a --json run: exactly one JSON document (vt's strict reader:
  * UTF-8, nothing after it) whose "schema" member is schema. */
-static cJSON *json_doc(const char *out, const char *schema)
-{
-    vt_error err;
-    vt_error_clear(&err);
-    cJSON *doc = vt_json_parse(out, strlen(out), "stdout", &err);
-    cr_assert_not_null(doc, "%s:\n%.2000s", err.msg, out);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "schema");
-    cr_assert(cJSON_IsString(s) && strcmp(s->valuestring, schema) == 0, "schema: expected %s:\n%.2000s", schema, out);
-    return doc;
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = vt_test_get(o, key);
-    cr_assert(cJSON_IsNumber(v), "member %s: expected a number", key);
-    return v->valuedouble;
-}
-
-/* The line, printed from the JSON document's numbers by the table's own
- * format, is a line of the text table. */
-static void expect_line(const char *table, const char *line)
-{
-    char want[1024];
-    snprintf(want, sizeof want, "\n%s\n", line);
-    cr_assert(strstr(table, want) || strncmp(table, want + 1, strlen(want) - 1) == 0,
-              "the table lacks the JSON's line\n%s\n:\n%s", line, table);
-}
-
 /* vt agree --json: one document (vt.agree/1) with the numbers of the text
  * table of the same command, row by row, and the same exit status: 0 on the
  * engine as it is, 1 with an engine error planted (every prompt failed,
@@ -506,9 +478,9 @@ Test(agree, json_holds_the_tables_numbers_and_the_exit_status)
         int rj = vt_test_sh(tmpdir, json, sizeof json, err, sizeof err,
                             "%s'%s' agree --model '%s' --prompts 4 --max-tokens 8 --json", plants[k], VT_BIN, model);
         cr_assert_eq(rj, rt, "--json: exit %d, the table's %d: %s", rj, rt, err);
-        cJSON *doc = json_doc(json, "vt.agree/1");
-        cr_assert_eq(num(doc, "max_tokens"), 8);
-        cr_assert_eq(num(doc, "threshold_mnats"), 500);
+        cJSON *doc = vt_test_json_doc(json, "vt.agree/1");
+        cr_assert_eq(vt_test_num(doc, "max_tokens"), 8);
+        cr_assert_eq(vt_test_num(doc, "threshold_mnats"), 500);
         cr_assert_str_eq(vt_test_get(doc, "local")->valuestring, "engine");
         cr_assert_str_eq(vt_test_get(doc, "oracle")->valuestring, "llamacpp");
         const cJSON *prompts = vt_test_get(doc, "prompts");
@@ -517,22 +489,22 @@ Test(agree, json_holds_the_tables_numbers_and_the_exit_status)
         const cJSON *o;
         cJSON_ArrayForEach(o, prompts)
         {
-            cr_assert_eq(num(o, "index"), p);
+            cr_assert_eq(vt_test_num(o, "index"), p);
             cr_assert_str_eq(vt_test_get(o, "text")->valuestring, vt_agree_default_prompts[p]);
             const cJSON *d = vt_test_get(o, "first_divergence");
             int pos = -1, lt = 0, ot = 0;
             if (!cJSON_IsNull(d)) {
-                pos = (int)num(d, "position");
-                lt = (int)num(vt_test_get(d, "local_token"), "id");
-                ot = (int)num(vt_test_get(d, "oracle_token"), "id");
+                pos = (int)vt_test_num(d, "position");
+                lt = (int)vt_test_num(vt_test_get(d, "local_token"), "id");
+                ot = (int)vt_test_num(vt_test_get(d, "oracle_token"), "id");
                 cr_assert(cJSON_IsString(vt_test_get(vt_test_get(d, "local_token"), "text")));
                 cr_assert_neq(lt, ot, "prompt %d: a divergence of one token", p);
             }
             char line[512];
             snprintf(line, sizeof line, "%-3d %-13s %10d %8d %8d %12.3f %14.3g %14.3g", p,
-                     vt_test_get(o, "class")->valuestring, pos, lt, ot, num(o, "max_gap_mnats"),
-                     num(o, "max_abs_dlogprob_token"), num(o, "max_abs_dlogprob_all"));
-            expect_line(text, line);
+                     vt_test_get(o, "class")->valuestring, pos, lt, ot, vt_test_num(o, "max_gap_mnats"),
+                     vt_test_num(o, "max_abs_dlogprob_token"), vt_test_num(o, "max_abs_dlogprob_all"));
+            vt_test_expect_line(text, line);
             p++;
         }
         const cJSON *s = vt_test_get(doc, "summary");
@@ -540,11 +512,11 @@ Test(agree, json_holds_the_tables_numbers_and_the_exit_status)
         snprintf(line, sizeof line,
                  "summary: %d prompts x 8 tokens: strict %d, near-tie %d, failed %d; max gap %.3f milli-nats; "
                  "max |dlogprob| %.3g (local tokens), %.3g (whole vocabulary)",
-                 (int)num(s, "prompts"), (int)num(s, "strict"), (int)num(s, "near_tie"), (int)num(s, "failed"),
-                 num(s, "max_gap_mnats"), num(s, "max_abs_dlogprob_token"), num(s, "max_abs_dlogprob_all"));
-        expect_line(text, line);
+                 (int)vt_test_num(s, "prompts"), (int)vt_test_num(s, "strict"), (int)vt_test_num(s, "near_tie"), (int)vt_test_num(s, "failed"),
+                 vt_test_num(s, "max_gap_mnats"), vt_test_num(s, "max_abs_dlogprob_token"), vt_test_num(s, "max_abs_dlogprob_all"));
+        vt_test_expect_line(text, line);
         cr_assert_eq(cJSON_IsTrue(vt_test_get(doc, "passed")), k == 0);
-        cr_assert_eq(num(s, "failed") > 0, k == 1, "the plant fails prompts: %s", text);
+        cr_assert_eq(vt_test_num(s, "failed") > 0, k == 1, "the plant fails prompts: %s", text);
         cJSON_Delete(doc);
     }
     int rc = vt_test_sh(tmpdir, json, sizeof json, err, sizeof err, "'%s' agree --model '%s' --prompts 0 --json",
@@ -570,54 +542,54 @@ Test(kld_cli, json_holds_the_tables_numbers)
     rc = vt_test_sh(tmpdir, json, sizeof json, err, sizeof err, "'%s' kld --model '%s' --corpus '%s' %s --json", VT_BIN,
                     model, VT_SOURCE_DIR "/README.md", args);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
-    cJSON *doc = json_doc(json, "vt.kld/1");
+    cJSON *doc = vt_test_json_doc(json, "vt.kld/1");
     const cJSON *lo = vt_test_get(doc, "local"), *oside = vt_test_get(doc, "oracle"), *kl = vt_test_get(doc, "kld");
     const cJSON *t1 = vt_test_get(doc, "top1"), *dp = vt_test_get(doc, "dp"), *gap = vt_test_get(doc, "gap");
     char line[2048];
     snprintf(line, sizeof line,
              "vt kld: %s, corpus %s: %d tokens, %d chunks of %d (positions %d..%d scored in each): %d "
              "positions; KV cache: local %s, oracle %s",
-             vt_test_get(doc, "model")->valuestring, vt_test_get(doc, "corpus")->valuestring, (int)num(doc, "tokens"),
-             (int)num(doc, "chunks"), (int)num(doc, "ctx"), (int)num(doc, "first_scored"), (int)num(doc, "ctx") - 1,
-             (int)num(doc, "positions"), vt_test_get(lo, "cache_dtype")->valuestring,
+             vt_test_get(doc, "model")->valuestring, vt_test_get(doc, "corpus")->valuestring, (int)vt_test_num(doc, "tokens"),
+             (int)vt_test_num(doc, "chunks"), (int)vt_test_num(doc, "ctx"), (int)vt_test_num(doc, "first_scored"), (int)vt_test_num(doc, "ctx") - 1,
+             (int)vt_test_num(doc, "positions"), vt_test_get(lo, "cache_dtype")->valuestring,
              vt_test_get(oside, "cache_dtype")->valuestring);
-    expect_line(text, line);
+    vt_test_expect_line(text, line);
     cr_assert_str_eq(vt_test_get(lo, "cache_dtype")->valuestring, "bf16");
     snprintf(line, sizeof line,
              "perplexity: local (%s) %.6f (mean NLL %.8f +- %.2g), oracle (%s) %.6f (mean NLL %.8f +- %.2g); "
              "ln(PPL(local)/PPL(oracle)) %.3g",
-             vt_test_get(lo, "runner")->valuestring, num(lo, "perplexity"), num(lo, "mean_nll"),
-             num(lo, "mean_nll_unc"), vt_test_get(oside, "runner")->valuestring, num(oside, "perplexity"),
-             num(oside, "mean_nll"), num(oside, "mean_nll_unc"),
-             num(doc, "ln_ppl_ratio"));
-    expect_line(text, line);
+             vt_test_get(lo, "runner")->valuestring, vt_test_num(lo, "perplexity"), vt_test_num(lo, "mean_nll"),
+             vt_test_num(lo, "mean_nll_unc"), vt_test_get(oside, "runner")->valuestring, vt_test_num(oside, "perplexity"),
+             vt_test_num(oside, "mean_nll"), vt_test_num(oside, "mean_nll_unc"),
+             vt_test_num(doc, "ln_ppl_ratio"));
+    vt_test_expect_line(text, line);
     snprintf(line, sizeof line,
              "KL(oracle||local): mean %.6g +- %.2g, median %.6g, p90 %.6g, p99 %.6g, p99.9 %.6g, max %.6g "
              "(chunk %d position %d)",
-             num(kl, "mean"), num(kl, "mean_unc"), num(kl, "median"), num(kl, "p90"), num(kl, "p99"), num(kl, "p99_9"),
-             num(kl, "max"), (int)num(kl, "max_chunk"), (int)num(kl, "max_position"));
-    expect_line(text, line);
-    cr_assert_gt(num(kl, "mean"), 1e-9, "a bf16 KV cache moves the local distributions");
+             vt_test_num(kl, "mean"), vt_test_num(kl, "mean_unc"), vt_test_num(kl, "median"), vt_test_num(kl, "p90"), vt_test_num(kl, "p99"), vt_test_num(kl, "p99_9"),
+             vt_test_num(kl, "max"), (int)vt_test_num(kl, "max_chunk"), (int)vt_test_num(kl, "max_position"));
+    vt_test_expect_line(text, line);
+    cr_assert_gt(vt_test_num(kl, "mean"), 1e-9, "a bf16 KV cache moves the local distributions");
     snprintf(line, sizeof line,
              "top-1 agreement %.6f (%d of %d); dp of the text's token: RMS %.6g, max %.6g; max |dlogit| %.6g, "
              "max |dlogprob| %.6g",
-             num(t1, "agreement"), (int)num(t1, "same"), (int)num(doc, "positions"), num(dp, "rms"), num(dp, "max_abs"),
-             num(doc, "max_abs_dlogit"), num(doc, "max_abs_dlogprob"));
-    expect_line(text, line);
+             vt_test_num(t1, "agreement"), (int)vt_test_num(t1, "same"), (int)vt_test_num(doc, "positions"), vt_test_num(dp, "rms"), vt_test_num(dp, "max_abs"),
+             vt_test_num(doc, "max_abs_dlogit"), vt_test_num(doc, "max_abs_dlogprob"));
+    vt_test_expect_line(text, line);
     snprintf(line, sizeof line,
              "actual-prefix gap of the local argmax under the oracle: max %.3f milli-nats, %d positions above %g",
-             num(gap, "max_mnats"), (int)num(gap, "positions_above"), num(gap, "threshold_mnats"));
-    expect_line(text, line);
+             vt_test_num(gap, "max_mnats"), (int)vt_test_num(gap, "positions_above"), vt_test_num(gap, "threshold_mnats"));
+    vt_test_expect_line(text, line);
     const cJSON *bp = vt_test_get(doc, "by_position");
-    cr_assert_eq(num(bp, "bucket"), 50);
+    cr_assert_eq(vt_test_num(bp, "bucket"), 50);
     const cJSON *buckets = vt_test_get(bp, "buckets"), *q;
     cr_assert_eq(cJSON_GetArraySize(buckets), 3);
     cJSON_ArrayForEach(q, buckets)
     {
-        snprintf(line, sizeof line, "%6d %6d %6d %12.4g %12.4g %8.4f %12.3f %9d", (int)num(q, "from"),
-                 (int)num(q, "to"), (int)num(q, "positions"), num(q, "kld_mean"), num(q, "kld_max"),
-                 num(q, "top1_agreement"), num(q, "max_gap_mnats"), (int)num(q, "positions_above"));
-        expect_line(text, line);
+        snprintf(line, sizeof line, "%6d %6d %6d %12.4g %12.4g %8.4f %12.3f %9d", (int)vt_test_num(q, "from"),
+                 (int)vt_test_num(q, "to"), (int)vt_test_num(q, "positions"), vt_test_num(q, "kld_mean"), vt_test_num(q, "kld_max"),
+                 vt_test_num(q, "top1_agreement"), vt_test_num(q, "max_gap_mnats"), (int)vt_test_num(q, "positions_above"));
+        vt_test_expect_line(text, line);
     }
     cJSON_Delete(doc);
     /* Without --by-position: null. */
@@ -625,7 +597,7 @@ Test(kld_cli, json_holds_the_tables_numbers)
                     "'%s' kld --model '%s' --corpus '%s' --ctx 64 --chunks 1 --threads 1 --json", VT_BIN, model,
                     VT_SOURCE_DIR "/README.md");
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
-    doc = json_doc(json, "vt.kld/1");
+    doc = vt_test_json_doc(json, "vt.kld/1");
     cr_assert(cJSON_IsNull(vt_test_get(doc, "by_position")));
     cJSON_Delete(doc);
     rc = vt_test_sh(tmpdir, json, sizeof json, err, sizeof err, "'%s' kld --model '%s' --corpus /nonexistent --json",

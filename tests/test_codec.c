@@ -344,33 +344,6 @@ static int run_vt_apart(const char *args, char *out, size_t out_size, char *err,
 
 /* stdout of a --json run: exactly one JSON document (vt's strict reader)
  * whose "schema" member is schema. */
-static cJSON *json_doc(const char *out, const char *schema)
-{
-    vt_error err;
-    vt_error_clear(&err);
-    cJSON *doc = vt_json_parse(out, strlen(out), "stdout", &err);
-    cr_assert_not_null(doc, "%s:\n%.2000s", err.msg, out);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "schema");
-    cr_assert(cJSON_IsString(s) && strcmp(s->valuestring, schema) == 0, "schema: expected %s:\n%.2000s", schema, out);
-    return doc;
-}
-
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = vt_test_get(o, key);
-    cr_assert(cJSON_IsNumber(v), "member %s: expected a number", key);
-    return v->valuedouble;
-}
-
-/* The line (printed from the JSON's values by the table's format) is a whole line of table. */
-static void expect_line(const char *table, const char *line)
-{
-    char want[1024];
-    snprintf(want, sizeof want, "\n%s\n", line);
-    cr_assert(strstr(table, want) || strncmp(table, want + 1, strlen(want) - 1) == 0,
-              "the table lacks the JSON's line\n%s\n:\n%s", line, table);
-}
-
 /* vt codec list --json (vt.codec-list/1): every row of the text table, in
  * its order, from the JSON's values; an unknown option is exit 2 with
  * nothing on stdout. */
@@ -379,7 +352,7 @@ Test(cli, codec_list_json_is_the_table)
     static char text[1 << 16], json[1 << 18], err[4096];
     cr_assert_eq(run_vt_apart("codec list", text, sizeof text, err, sizeof err), 0, "%s", err);
     cr_assert_eq(run_vt_apart("codec list --json", json, sizeof json, err, sizeof err), 0, "%s", err);
-    cJSON *doc = json_doc(json, "vt.codec-list/1");
+    cJSON *doc = vt_test_json_doc(json, "vt.codec-list/1");
     const cJSON *codecs = vt_test_get(doc, "codecs"), *o;
     cr_assert_eq(cJSON_GetArraySize(codecs), vt_codec_count());
     int rows = 0;
@@ -388,13 +361,13 @@ Test(cli, codec_list_json_is_the_table)
         const cJSON *dot = vt_test_get(o, "dot_type"), *ft = vt_test_get(o, "file_type");
         char fts[16] = "-", line[256];
         if (!cJSON_IsNull(ft))
-            snprintf(fts, sizeof fts, "%d", (int)num(o, "file_type"));
+            snprintf(fts, sizeof fts, "%d", (int)vt_test_num(o, "file_type"));
         snprintf(line, sizeof line, "%-8s %4d %6d %6d %-7s %-8s %9s %s", vt_test_get(o, "type")->valuestring,
-                 (int)num(o, "id"), (int)num(o, "block_elems"), (int)num(o, "block_bytes"),
+                 (int)vt_test_num(o, "id"), (int)vt_test_num(o, "block_elems"), (int)vt_test_num(o, "block_bytes"),
                  cJSON_IsTrue(vt_test_get(o, "decoder")) ? "yes" : "no", cJSON_IsNull(dot) ? "-" : dot->valuestring,
                  fts, cJSON_IsTrue(vt_test_get(o, "matrix_weight")) ? "yes" : "no");
-        expect_line(text, line);
-        cr_assert_eq(vt_codec_at(rows)->type, (int)num(o, "id"), "in the registry's order");
+        vt_test_expect_line(text, line);
+        cr_assert_eq((int)vt_codec_at(rows)->type, (int)vt_test_num(o, "id"), "in the registry's order");
         rows++;
     }
     /* The header and one line per codec: nothing in the table the JSON lacks. */
@@ -419,14 +392,14 @@ Test(cli, codec_check_json_is_the_table)
     cr_assert_eq(run_vt_apart(args, text, sizeof text, err, sizeof err), 0, "%s", err);
     snprintf(cmd, sizeof cmd, "%s --json", args);
     cr_assert_eq(run_vt_apart(cmd, json, sizeof json, err, sizeof err), 0, "%s", err);
-    cJSON *doc = json_doc(json, "vt.codec-check/1");
+    cJSON *doc = vt_test_json_doc(json, "vt.codec-check/1");
     char line[512];
     snprintf(line, sizeof line, "oracle: %s", vt_test_get(doc, "oracle")->valuestring);
-    expect_line(text, line);
-    snprintf(line, sizeof line, "rows of %d values, seed %d, %d threads", (int)num(doc, "cols"), (int)num(doc, "seed"),
-             (int)num(doc, "threads"));
-    expect_line(text, line);
-    cr_assert_eq(num(doc, "rows"), 40);
+    vt_test_expect_line(text, line);
+    snprintf(line, sizeof line, "rows of %d values, seed %d, %d threads", (int)vt_test_num(doc, "cols"), (int)vt_test_num(doc, "seed"),
+             (int)vt_test_num(doc, "threads"));
+    vt_test_expect_line(text, line);
+    cr_assert_eq(vt_test_num(doc, "rows"), 40);
     const cJSON *types = vt_test_get(doc, "types"), *o;
     cr_assert_eq(cJSON_GetArraySize(types), 4);
     cJSON_ArrayForEach(o, types)
@@ -434,12 +407,12 @@ Test(cli, codec_check_json_is_the_table)
         const int ok = cJSON_IsTrue(vt_test_get(o, "passed"));
         cr_assert(cJSON_IsNull(vt_test_get(o, "first_bad_row")) == ok);
         snprintf(line, sizeof line, "%-8s %8d %14d %15d %12.6g %s", vt_test_get(o, "type")->valuestring,
-                 (int)num(o, "rows"), (int)num(o, "f32_identical"), (int)num(o, "bf16_identical"),
-                 num(o, "max_abs_diff"), ok ? "ok" : "FAIL");
-        expect_line(text, line);
+                 (int)vt_test_num(o, "rows"), (int)vt_test_num(o, "f32_identical"), (int)vt_test_num(o, "bf16_identical"),
+                 vt_test_num(o, "max_abs_diff"), ok ? "ok" : "FAIL");
+        vt_test_expect_line(text, line);
     }
-    snprintf(line, sizeof line, "%d passed, %d failed", (int)num(doc, "types_passed"), (int)num(doc, "types_failed"));
-    expect_line(text, line);
+    snprintf(line, sizeof line, "%d passed, %d failed", (int)vt_test_num(doc, "types_passed"), (int)vt_test_num(doc, "types_failed"));
+    vt_test_expect_line(text, line);
     cr_assert(cJSON_IsTrue(vt_test_get(doc, "passed")));
     cJSON_Delete(doc);
     cr_assert_eq(run_vt_apart("codec check --types Q4_0,NOPE --json", json, sizeof json, err, sizeof err), 2);

@@ -7,6 +7,8 @@
 
 #include <criterion/criterion.h>
 
+#include "common/vt_json.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <linux/capability.h>
@@ -135,6 +137,40 @@ static inline const cJSON *vt_test_get(const cJSON *o, const char *key)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     cr_assert_not_null(v, "member %s missing", key);
     return v;
+}
+
+/* A --json command's stdout: one JSON document whose schema member is
+ * schema (the tests of every table's --json). */
+static inline cJSON *vt_test_json_doc(const char *out, const char *schema)
+{
+    vt_error err;
+    vt_error_clear(&err);
+    cJSON *doc = vt_json_parse(out, strlen(out), "stdout", &err); /* vt's strict reader */
+    cr_assert_not_null(doc, "%s:\n%.2000s", err.msg, out);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    cr_assert(cJSON_IsString(s) && strcmp(s->valuestring, schema) == 0, "schema: expected %s:\n%.2000s", schema, out);
+    return doc;
+}
+
+/* The number member key of o, which must be there. */
+static inline double vt_test_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = vt_test_get(o, key);
+    cr_assert(cJSON_IsNumber(v), "member %s: expected a number", key);
+    return v->valuedouble;
+}
+
+/* The line (printed from a JSON document's values by the table's own
+ * format) is a whole line of the text table. */
+static inline void vt_test_expect_line(const char *table, const char *line)
+{
+    size_t n = strlen(line) + 3;
+    char *want = malloc(n);
+    cr_assert_not_null(want);
+    snprintf(want, n, "\n%s\n", line);
+    int found = strstr(table, want) || strncmp(table, want + 1, n - 2) == 0;
+    free(want);
+    cr_assert(found, "the table lacks the JSON's line\n%s\n:\n%s", line, table);
 }
 
 /* A tiny model fixture made by `vt fixture make` (VT_BIN) in a directory
