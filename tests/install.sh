@@ -51,7 +51,7 @@ case $(cd "$libdir" && pwd -P) in "$(cd "$prefix" && pwd -P)"/*) ;; *) fail "vt.
 
 headers=$(cd "$prefix/include" && find vt -name '*.h' | sort)
 [ "$(echo "$headers" | grep -c .)" -ge 10 ] || fail "include/vt: $(echo "$headers" | grep -c .) headers: expected the public ones"
-echo "$headers" | grep -qx "vt/engine/vt_plugin.h" || fail "include/vt/engine/vt_plugin.h (the plugin contract): missing"
+grep -qx "vt/engine/vt_plugin.h" <<< "$headers" || fail "include/vt/engine/vt_plugin.h (the plugin contract): missing"
 for h in $headers; do
     echo "#include <$h>" | cc -std=c11 -fsyntax-only -Wall -Werror -x c - $(pkg-config --cflags vt) ||
         fail "$h: does not compile on its own"
@@ -63,8 +63,11 @@ cc -std=gnu11 -O1 -o "$work/client_shared" "$src/tests/support/install_client.c"
 cc -std=gnu11 -O1 -o "$work/client_static" "$src/tests/support/install_client.c" $(pkg-config --cflags vt) \
     "$libdir/libvt.a" $(pkg-config --libs $(pkg-config --print-requires-private vt | awk '{ print $1 }')) \
     $(sed -n 's/^Libs.private: //p' "$pc") || fail "install_client: link against libvt.a"
-LD_LIBRARY_PATH=$libdir ldd "$work/client_shared" | grep -q "$libdir/libvt.so" || fail "client_shared: does not load $libdir/libvt.so"
-ldd "$work/client_static" | grep -q "libvt.so" && fail "client_static: loads a libvt.so"
+# (ldd's output read whole before grep -q, as the help above.)
+deps=$(LD_LIBRARY_PATH=$libdir ldd "$work/client_shared")
+grep -q "$libdir/libvt.so" <<< "$deps" || fail "client_shared: does not load $libdir/libvt.so"
+deps=$(ldd "$work/client_static")
+grep -q "libvt.so" <<< "$deps" && fail "client_static: loads a libvt.so"
 
 "$prefix/bin/vt" fixture make --preset tiny --weights Q8_0 -o "$work/tiny.gguf" > /dev/null
 want=$("$prefix/bin/vt" run --runner engine --model "$work/tiny.gguf" --prompt-tokens 1,2,3 --max-tokens 6 |
