@@ -340,6 +340,23 @@ vt_capture *vt_capture_open(const vt_capture_opts *o, vt_error *err)
     if (rc == VT_OK)
         rc = c->prefix ? local_streams(c, vt_tokenizer_n_vocab(tok), err)
                        : vt_prompts_read(o->prompts, tok, &c->prompts, err);
+    /* The model's trained context bounds every prompt with its tokens to
+     * come: past it positions are extrapolated, and a 100k-token prompt
+     * would run for minutes before anything could be compared. */
+    int64_t ctx_len = 0;
+    if (rc == VT_OK) {
+        ctx_len = vt_gguf_context_length(g); /* 0: not told, no bound */
+        for (int p = 0; rc == VT_OK && ctx_len > 0 && p < c->prompts.n; p++) {
+            const vt_prompt *pr = &c->prompts.items[p];
+            int64_t more = c->prefix ? c->n_cont[p] : o->max_tokens;
+            if ((int64_t)pr->n_tokens + more > ctx_len)
+                rc = vt_error_set(err, VT_EINPUT, "%s: prompt '%.100s': %d prompt tokens + %lld %s = %lld: expected "
+                                  "at most the model's context length %lld (%s: %s.context_length)",
+                                  c->prefix ? o->score_prefix_of : o->prompts, pr->id, (int)pr->n_tokens,
+                                  (long long)more, c->prefix ? "continuation tokens" : "--max-tokens",
+                                  (long long)pr->n_tokens + more, (long long)ctx_len, o->model, c->arch);
+        }
+    }
     vt_tokenizer_free(tok);
     vt_gguf_free(g);
 

@@ -180,6 +180,55 @@ static int fail_oom(parser *p, uint64_t off, const char *field)
     return fail(p, off, field, "out of memory: expected to allocate an index for it");
 }
 
+/* Tensors whose bytes overlap are refused, as llama.cpp refuses them: one
+ * byte read as two tensors is a crafted file (every tensor at offset 0), and
+ * a rewrite could not reproduce it. Sorted by offset, n log n. */
+typedef struct extent {
+    uint64_t offset, n_bytes, index;
+} extent;
+
+static void set_ctx(parser *p, const char *what, uint64_t i, const vt_gguf_str *name);
+
+static int by_offset(const void *a, const void *b)
+{
+    const extent *x = a, *y = b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static int check_no_overlap(parser *p, vt_gguf *g, uint64_t n)
+{
+    if (n < 2)
+        return 0;
+    extent *e = malloc(n * sizeof *e);
+    if (!e)
+        return fail_oom(p, 0, "tensors");
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (g->ti[i].t.n_bytes) /* an empty tensor overlaps nothing */
+            e[k++] = (extent){ g->ti[i].t.offset, g->ti[i].t.n_bytes, i };
+    qsort(e, k, sizeof *e, by_offset);
+    for (uint64_t i = 1; i < k; i++)
+        if (e[i - 1].offset + e[i - 1].n_bytes > e[i].offset) {
+            /* told at the later of the two in the file */
+            const extent *a = e[i - 1].index < e[i].index ? &e[i - 1] : &e[i];
+            const extent *b = a == &e[i] ? &e[i - 1] : &e[i];
+            struct tinfo *tb = &g->ti[b->index];
+            const vt_gguf_str *an = &g->ti[a->index].t.name;
+            char other[200];
+            snprintf(other, sizeof other, "tensor[%llu] '%.*s'", (ull)a->index,
+                     (int)(an->len > 100 ? 100 : an->len), an->ptr);
+            set_ctx(p, "tensor", b->index, &tb->t.name);
+            fail(p, tb->offset_pos, "offset", "%llu + %llu bytes: expected no overlap with %s (%llu + %llu bytes)",
+                 (ull)tb->t.offset, (ull)tb->t.n_bytes, other, (ull)a->offset, (ull)a->n_bytes);
+            free(e);
+            return -1;
+        }
+    free(e);
+    return 0;
+}
+
 /* ---- bounded reads: pos is always <= size, so size - pos never wraps ---- */
 
 static int need(parser *p, uint64_t pos, uint64_t n, const char *field)
@@ -665,6 +714,8 @@ static vt_gguf *parse(const uint8_t *d, uint64_t size, const char *name, vt_erro
         }
         ti->t.data = d + doff + ti->t.offset;
     }
+    if (check_no_overlap(&p, g, n_tensors))
+        goto bad;
     vt_error_clear(err);
     return g;
 bad:
@@ -805,6 +856,17 @@ int vt_gguf_get_i64(const vt_gguf *g, const char *key, int64_t *out)
         return 1;
     }
     return 0;
+}
+
+int64_t vt_gguf_context_length(const vt_gguf *g)
+{
+    vt_gguf_str arch;
+    char key[160];
+    int64_t n;
+    if (!vt_gguf_get_str(g, "general.architecture", &arch) || arch.len > 100)
+        return 0;
+    snprintf(key, sizeof key, "%.*s.context_length", (int)arch.len, arch.ptr);
+    return vt_gguf_get_i64(g, key, &n) && n > 0 ? n : 0;
 }
 
 int vt_gguf_get_f64(const vt_gguf *g, const char *key, double *out)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../common/vt_publish.h"
 
 /* Metadata value types, as numbered in the format. */
 typedef enum vt_gguf_vtype {
@@ -110,6 +111,10 @@ int vt_gguf_get_str(const vt_gguf *g, const char *key, vt_gguf_str *out);
  * longer than cap - 1). */
 int vt_gguf_read_arch(const char *path, char *buf, size_t cap, vt_error *err);
 
+/* The model's trained context, <general.architecture>.context_length, or 0
+ * when the file does not tell it (then nothing bounds a prompt by it). */
+int64_t vt_gguf_context_length(const vt_gguf *g);
+
 /* Elements of an array value. For string arrays: element i's string.
  * For nested arrays: element i as a value. For scalar arrays: element i
  * widened into the value. Return 0 if out of range / wrong kind, or if arr
@@ -169,8 +174,10 @@ int vt_gguf_writer_add_tensor(vt_gguf_writer *w, const char *name, int type, uin
                               vt_error *err);
 /* Serialize to memory (malloc'd, caller frees) ... */
 int vt_gguf_writer_to_memory(vt_gguf_writer *w, void **out, size_t *out_size, vt_error *err);
-/* ... or to a file: written to a temp file beside path, fsynced, renamed into
- * place; on failure nothing is left behind. */
-int vt_gguf_writer_write_file(vt_gguf_writer *w, const char *path, vt_error *err);
+/* ... or to a file, through vt_publish (common/vt_publish.h): a temp file
+ * beside path, fsynced, moved into place; an existing path is refused unless
+ * opts->overwrite, and path may not alias any of opts->inputs; on failure
+ * nothing is left behind. opts may be NULL (no inputs, no overwrite). */
+int vt_gguf_writer_write_file(vt_gguf_writer *w, const char *path, const vt_publish_opts *opts, vt_error *err);
 
 #endif

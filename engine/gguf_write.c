@@ -5,10 +5,10 @@
  * tensors; offsets are relative to the data section, as in the file. */
 #include "gguf_file.h"
 #include "codec.h"
+#include "../common/vt_publish.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -705,74 +705,35 @@ int vt_gguf_writer_to_memory(vt_gguf_writer *w, void **out, size_t *out_size, vt
     return VT_OK;
 }
 
-int vt_gguf_writer_write_file(vt_gguf_writer *w, const char *path, vt_error *err)
-{
-    static atomic_uint counter;
+typedef struct file_emit {
+    const vt_gguf_writer *w;
     uint64_t header, total;
-    if (total_size(w, &header, &total))
-        return vt_error_set(err, VT_EINPUT, "%s: total size overflows: expected a smaller file", path);
+    const char *path;
+} file_emit;
 
-    /* The temporary file lives beside path, so the rename cannot cross file
-     * systems and readers see either the old file or the whole new one. */
-    const char *slash = strrchr(path, '/');
-    size_t dlen = slash ? (size_t)(slash - path) : 0;
-    char *dir = dlen ? dup_bytes(path, dlen) : dup_bytes(slash ? "/" : ".", 1);
-    size_t cap = strlen(path) + 64;
-    char *tmp = malloc(cap);
+/* vt_publish's item writer: streams the file through a 1 MiB stage. */
+static int emit_to_fd(int fd, void *ctx, vt_error *err)
+{
+    const file_emit *fe = ctx;
     uint8_t *stage = malloc(1u << 20);
-    int fd = -1, rc;
-    if (!dir || !tmp || !stage) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", path);
-        goto done_nofile;
-    }
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%s/.vt-gguf-%ld-%u.tmp", dir, (long)getpid(), atomic_fetch_add(&counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: create %s: %s", path, tmp, strerror(errno));
-        goto done_nofile;
-    }
+    if (!stage)
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory", fe->path);
     sink s = { .fd = fd, .stage = stage, .stage_cap = 1u << 20 };
-    if (emit(w, &s, header)) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: write %s: %s", path, tmp, strerror(s.err_no));
-        goto fail;
-    }
-    if (fsync(fd) != 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: fsync %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    int cfd = fd;
-    fd = -1;
-    if (close(cfd) != 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: close %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: rename from %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    /* Make the rename itself durable. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) {
-        rc = vt_error_set(err, VT_EINPUT, "%s: fsync directory %s: %s", path, dir, strerror(errno));
-        if (dfd >= 0)
-            close(dfd);
-        goto done_nofile;
-    }
-    close(dfd);
-    rc = VT_OK;
-    vt_error_clear(err);
-    goto done_nofile;
-fail:
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-done_nofile:
+    int rc = VT_OK;
+    if (emit(fe->w, &s, fe->header))
+        rc = vt_error_set(err, VT_EINPUT, "%s: write: %s", fe->path, strerror(s.err_no ? s.err_no : EIO));
+    else if (s.pos != fe->total)
+        rc = vt_error_set(err, VT_EINPUT, "%s: wrote %llu bytes: expected %llu", fe->path, (ull)s.pos,
+                          (ull)fe->total);
     free(stage);
-    free(tmp);
-    free(dir);
     return rc;
+}
+
+int vt_gguf_writer_write_file(vt_gguf_writer *w, const char *path, const vt_publish_opts *opts, vt_error *err)
+{
+    file_emit fe = { .w = w, .path = path };
+    if (total_size(w, &fe.header, &fe.total))
+        return vt_error_set(err, VT_EINPUT, "%s: total size overflows: expected a smaller file", path);
+    vt_publish_item it = { .path = path, .write = emit_to_fd, .write_ctx = &fe };
+    return vt_publish_group(&it, 1, opts, err);
 }

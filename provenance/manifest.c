@@ -191,49 +191,15 @@ char *vt_manifest_to_json(const vt_manifest *m)
     return vt_sbuf_take(&b);
 }
 
-int vt_manifest_write(const vt_manifest *m, const char *path, vt_error *err)
+int vt_manifest_write(const vt_manifest *m, const char *path, const vt_publish_opts *opts, vt_error *err)
 {
     char *json = vt_manifest_to_json(m);
     if (!json)
         return vt_error_set(err, VT_EINPUT, "%s: out of memory writing the manifest", path);
-    vt_sbuf tb = { 0 };
-    vt_sbuf_printf(&tb, "%s.tmp.XXXXXX", path);
-    char *tmp = vt_sbuf_take(&tb);
-    int fd = tmp ? mkstemp(tmp) : -1;
-    if (fd < 0) {
-        int e = tmp ? errno : ENOMEM;
-        free(tmp);
-        free(json);
-        return vt_error_set(err, VT_EINPUT, "%s: cannot create: %s", path, strerror(e));
-    }
-    /* Written whole then renamed: a reader never sees half a manifest. */
-    size_t len = strlen(json), off = 0;
-    int e = 0;
-    while (off < len) {
-        ssize_t w = write(fd, json + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            e = errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (!e && fchmod(fd, 0644) != 0)
-        e = errno;
-    if (!e && fsync(fd) != 0)
-        e = errno;
-    if (close(fd) != 0 && !e)
-        e = errno;
-    if (!e && rename(tmp, path) != 0)
-        e = errno;
-    if (e)
-        unlink(tmp);
-    free(tmp);
+    vt_publish_item it = { .path = path, .data = json, .size = strlen(json) };
+    int rc = vt_publish_group(&it, 1, opts, err);
     free(json);
-    if (e)
-        return vt_error_set(err, VT_EINPUT, "%s: cannot write: %s", path, strerror(e));
-    return VT_OK;
+    return rc;
 }
 
 static int is_sha256_hex(const char *s)

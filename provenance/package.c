@@ -967,15 +967,16 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
         } else {
             e = vt_prov_digest_path(path, &d, NULL, NULL, 0);
         }
-        free(path);
         if (mi >= 0)
             m[mi].installed = 1;
-        if (e) {
+        if (e) { /* a FIFO or a directory there is told as what it is */
             vt_lines_addf(problems, "%s: installed file %s: %s", r->path,
-                          e == ENOENT ? "missing" : "unreadable", strerror(e));
+                          e == ENOENT ? "missing" : "unreadable", vt_prov_strerror(path, e));
+            free(path);
             free(body);
             continue;
         }
+        free(path);
         int rec_ok = d.len[ir] == r->dlen && memcmp(d.out[ir], r->digest, r->dlen) == 0 &&
                      (!r->has_size || (!r->size_bad && r->size == d.size));
         int wheel_ok = iw >= 0 && d.len[iw] == m[mi].dlen && memcmp(d.out[iw], m[mi].digest, m[mi].dlen) == 0 &&

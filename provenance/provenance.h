@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../common/vt_error.h"
+#include "../common/vt_publish.h"
 
 /* ---- hashing ---- */
 /* Lower-case hex of SHA-256 (65 bytes with NUL). */
@@ -57,8 +58,10 @@ int vt_manifest_make(const char *const *paths, int n, vt_manifest *out, vt_error
  * that directory finds the files wherever the tree is moved with them. */
 int vt_manifest_make_for(const char *manifest_path, const char *const *paths, int n, vt_manifest *out,
                          vt_error *err);
-/* Writes vt_manifest_to_json to path (through a temporary file and rename). */
-int vt_manifest_write(const vt_manifest *m, const char *path, vt_error *err);
+/* Writes vt_manifest_to_json to path through vt_publish: refused when path
+ * exists (unless opts->overwrite) or aliases one of opts->inputs (the files
+ * the manifest lists, say); all or nothing. opts may be NULL. */
+int vt_manifest_write(const vt_manifest *m, const char *path, const vt_publish_opts *opts, vt_error *err);
 int vt_manifest_read(const char *path, vt_manifest *out, vt_error *err);   /* VT_EINPUT on bad JSON */
 /* JSON text (malloc'd). */
 char *vt_manifest_to_json(const vt_manifest *m);

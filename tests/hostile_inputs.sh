@@ -5,6 +5,10 @@
 # is written. Each command runs under `timeout 60` (a watchdog, not a timing
 # assert): exit 124 is a hang, reported as a failure. Side-file names recorded
 # inside a capture ("../x", "/etc/passwd", a link) are refused before reading.
+# Second class: an output that exists (without --overwrite) or that is one of
+# the command's inputs (by path, symlink or hard link; even with --overwrite)
+# is refused with exit 2 and the file keeps its bytes. Third: numbers, lists
+# and single-valued options parsed strictly, sizes bounded by the inputs.
 # usage: tests/hostile_inputs.sh BINDIR SOURCE_DIR
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -208,6 +212,149 @@ rc=$?
 { [ $rc = 2 ] && grep -q "c.logits" cap.err && [ -z "$(find out/cap out/elsewhere -mindepth 1)" ]; } ||
     bad "--logits-out outside --out's directory: exit $rc, expected 2 and nothing written: $(head -c 300 cap.err)"
 
+# verify-wheel --installed: a file of the installed tree, or its RECORD, that
+# is a FIFO is a verification outcome (exit 1), told as what it is, never a hang
+python3 - << 'EOF'
+import base64, hashlib, os, zipfile
+files = {"w/__init__.py": b"x = 1\n", "w-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: w\nVersion: 1.0\n",
+         "w-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+rec = "".join("%s,sha256=%s,%d\n" % (n, base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode(),
+                                    len(b)) for n, b in files.items()) + "w-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile("w-1.0-py3-none-any.whl", "w") as z:
+    for n, b in files.items():
+        z.writestr(n, b)
+    z.writestr("w-1.0.dist-info/RECORD", rec)
+for n, b in list(files.items()) + [("w-1.0.dist-info/RECORD", rec.encode())]:
+    os.makedirs(os.path.dirname("inst/" + n), exist_ok=True)
+    open("inst/" + n, "wb").write(b)
+EOF
+"$vt" provenance verify-wheel w-1.0-py3-none-any.whl --installed inst > /dev/null ||
+    bad "verify-wheel --installed on a good tree: exit $?"
+for f in w/__init__.py w-1.0.dist-info/RECORD; do
+    n_points=$((n_points + 1))
+    n_runs=$((n_runs + 1))
+    mv "inst/$f" "inst/$f.keep" && mkfifo "inst/$f"
+    timeout 60 "$vt" provenance verify-wheel w-1.0-py3-none-any.whl --installed inst > wi.out 2> wi.err < /dev/null
+    rc=$?
+    { [ $rc = 1 ] && grep -q "$(basename "$f").*a FIFO: expected a regular file" wi.out; } ||
+        bad "verify-wheel --installed with $f a FIFO: exit $rc, expected 1 and a PROBLEM line saying so:" \
+            "$(head -c 300 wi.out) $(head -c 200 wi.err)"
+    rm "inst/$f" && mv "inst/$f.keep" "inst/$f"
+done
+
+# ---- outputs: no clobber, no aliasing an input (DESIGN: safe publication)
+# clobber NAME TARGET CMD...: TARGET exists (a file with known bytes); CMD,
+# which would write TARGET, must exit 2 within the watchdog with one stderr
+# line naming TARGET and saying what was expected, and TARGET must keep its
+# bytes. For an alias, TARGET is one of CMD's inputs (or a link to one) and
+# CMD carries --overwrite: an input is never replaced.
+n_clobber=0
+clobber() {
+    local name=$1 target=$2
+    shift 2
+    n_clobber=$((n_clobber + 1))
+    local before
+    before=$(sha256sum < "$target")
+    timeout 60 "$@" > clobber.out 2> clobber.err < /dev/null
+    local rc=$?
+    local base
+    base=$(basename "$target")
+    if [ $rc = 124 ]; then
+        bad "clobber $name: hung"
+    elif [ $rc != 2 ] || [ "$(wc -l < clobber.err)" != 1 ] || ! grep -q "$base.*expected" clobber.err; then
+        bad "clobber $name: exit $rc, expected 2 and one line naming $base: $(head -c 300 clobber.err)"
+    elif [ "$(sha256sum < "$target")" != "$before" ]; then
+        bad "clobber $name: $target was changed"
+    fi
+    ls -A "$(dirname "$target")" | grep -q 'vt-tmp\|vt-bak\|\.tmp' && bad "clobber $name: a temp file was left"
+}
+mkdir -p nc && cd nc || exit 1
+cp ../t.gguf ../m.bin ../p.jsonl ../e.json ../e.topk ../e.logits ../o.json ../o.topk ../o.logits ../s.json . &&
+    echo old > old.txt
+cp old.txt g.gguf && clobber gguf-rewrite g.gguf "$vt" gguf rewrite t.gguf g.gguf
+clobber gguf-rewrite-in-place t.gguf "$vt" gguf rewrite t.gguf t.gguf --overwrite
+ln -s t.gguf tl.gguf && clobber gguf-rewrite-symlink t.gguf "$vt" gguf rewrite t.gguf tl.gguf --overwrite
+ln t.gguf th.gguf && clobber gguf-rewrite-hardlink t.gguf "$vt" gguf rewrite t.gguf th.gguf --overwrite
+cp old.txt f.gguf && clobber fixture-make f.gguf "$vt" fixture make --preset codecs -o f.gguf
+cp old.txt v.gguf && clobber fixture-make-vocab v.gguf "$vt" fixture make --preset tiny --vocab v.gguf -o v.gguf --overwrite
+cp old.txt mm.json && clobber manifest-make mm.json "$vt" provenance manifest make m.bin -o mm.json
+clobber manifest-make-own-input m.bin "$vt" provenance manifest make m.bin -o m.bin --overwrite
+cp old.txt c.json && clobber capture c.json "$bin/vt-capture" --runner engine --model t.gguf --prompts p.jsonl \
+    --max-tokens 2 --no-timestamp --out c.json
+clobber capture-prompts p.jsonl "$bin/vt-capture" --runner engine --model t.gguf --prompts p.jsonl \
+    --max-tokens 2 --no-timestamp --out p.jsonl --overwrite
+cp old.txt r.json && clobber neartie r.json "$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores s.json \
+    "${nt[@]}" --out r.json
+clobber neartie-local e.json "$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores s.json \
+    "${nt[@]}" --out e.json --overwrite
+mkdir -p sd && cp e.json sd/ && cp old.txt a.tar.gz && clobber seal-create a.tar.gz "$bin/vt-seal" create sd -o a.tar.gz
+# and with --overwrite each of these writes (the refusals above are not unconditional)
+cp old.txt g.gguf && "$vt" gguf rewrite t.gguf g.gguf --overwrite && cmp -s t.gguf g.gguf ||
+    bad "gguf rewrite --overwrite onto an existing file did not write IN's bytes"
+cp old.txt mm.json && "$vt" provenance manifest make m.bin -o mm.json --overwrite > /dev/null &&
+    grep -q '"m.bin"' mm.json || bad "manifest make --overwrite onto an existing file did not write"
+cd .. || exit 1
+
+# ---- strict options and bounds: each command line exits 2 with one line
+# naming the option (or the input) and saying what was expected, writes
+# nothing, and does not run (a hang or a long run is caught by the watchdog).
+n_strict=0
+strict() { # strict WHAT CMD...: WHAT must appear in the one stderr line
+    local what=$1
+    shift
+    n_strict=$((n_strict + 1))
+    rm -rf out/strict && mkdir -p out/strict
+    timeout 60 "$@" > strict.out 2> strict.err < /dev/null
+    local rc=$?
+    if [ $rc = 124 ]; then
+        bad "strict: hung: $*"
+    elif [ $rc != 2 ] || [ "$(wc -l < strict.err)" != 1 ] || ! grep -qF -- "$what" strict.err ||
+        ! grep -q "expected" strict.err; then
+        bad "strict: exit $rc, expected 2 and one line naming '$what': $* -> $(head -c 300 strict.err)"
+    elif [ -n "$(ls -A out/strict)" ]; then
+        bad "strict: wrote $(ls -A out/strict): $*"
+    fi
+}
+run=("$vt" run --runner engine --model t.gguf)
+for v in " 5" "+5" "-0" "5 " "0x5" "5e0" ""; do
+    strict "--max-tokens" "${run[@]}" --prompt hi --max-tokens "$v"
+done
+for v in "1,,2" "1,2," ",1" "1, 2" "+1" ""; do
+    strict "--prompt-tokens" "${run[@]}" --prompt-tokens "$v" --max-tokens 1
+done
+strict "--score" "${run[@]}" --prompt-tokens 1,2 --score "3,,4"
+for v in "inf" "nan" "0x10" " 5" "+5" "-1" "1e999"; do
+    strict "--threshold-mnats" "$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores s.json "${nt[@]}" \
+        --threshold-mnats "$v" --out out/strict/r.json
+    strict "--temperature" "${run[@]}" --prompt hi --max-tokens 1 --temperature "$v"
+done
+strict "-o" "$bin/vt-neartie" --local e.json --oracle o.json --prefix-scores s.json "${nt[@]}" \
+    --out out/strict/a.json -o out/strict/b.json
+strict "--out" "$bin/vt-capture" --runner engine --model t.gguf --prompts p.jsonl --max-tokens 2 --no-timestamp \
+    --out out/strict/a.json --out out/strict/b.json
+strict "--model" "${run[@]}" --model t.gguf --prompt hi --max-tokens 1
+strict "--max-tokens" "${run[@]}" --prompt hi --max-tokens 1 --max-tokens 2
+strict "--level" "$bin/vt-seal" create ev -o out/strict/a.tar.gz --level 1 --level 2
+strict "-o" "$vt" fixture make --preset codecs -o out/strict/a.gguf -o out/strict/b.gguf
+strict "--base" "$vt" provenance manifest verify m.json --base . --base .
+strict "--lock" "$vt" provenance verify-npm pkg.tgz --lock "$lock" --lock "$lock" --name node-llama-cpp
+strict "--types" "$vt" codec check --types Q8_0,,Q4_0
+strict "--types" "$vt" codec check --types Q8_0,Q8_0
+strict "--types" "$vt" op check --types ,Q8_0
+strict "--rows" "$vt" codec check --types Q8_0 --rows 16777216 --cols 1048576
+strict "--rows" "$vt" op check --types Q8_0 --kinds random --rows 65536 --cols 65536
+# bounds from the inputs: the tiny fixture's context is 2048 tokens
+ids=$(seq 2040 | awk '{ printf "%s%d", (NR > 1 ? "," : ""), $1 % 1000 }')
+strict "context length 2048" "${run[@]}" --prompt-tokens "$ids" --max-tokens 16
+printf '{"id":"long","tokens":[%s]}\n' "$ids" > long.jsonl
+strict "context length 2048" "$bin/vt-capture" --runner engine --model t.gguf --prompts long.jsonl \
+    --max-tokens 16 --no-timestamp --out out/strict/c.json
+strict "context length 2048" "$bin/vt-capture" --runner engine --model t.gguf --prompts p.jsonl \
+    --max-tokens 4096 --no-timestamp --out out/strict/c.json
+strict "context length 2048" "$vt" kld --model t.gguf --corpus corpus.txt --ctx 4096
+
 [ $fail = 0 ] && echo "hostile_inputs: OK: $n_points entry points x {fifo, directory, symlink} ($n_runs runs)" \
-    "refused with exit 2, nothing written, none hung"
+    "refused with exit 2, nothing written, none hung; $n_clobber outputs onto an existing file or an input" \
+    "refused, nothing changed; $n_strict command lines with a lenient number, list, repeated option or" \
+    "unbounded size refused"
 exit $fail

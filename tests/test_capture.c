@@ -89,7 +89,7 @@ static void setup(env *e)
     vt_error_clear(&err);
     const char *files[] = { e->model };
     cr_assert_eq(vt_manifest_make_for(e->manifest, files, 1, &m, &err), VT_OK, "%s", err.msg);
-    cr_assert_eq(vt_manifest_write(&m, e->manifest, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, e->manifest, NULL, &err), VT_OK, "%s", err.msg);
     vt_manifest_free(&m);
     spit(e->launcher, "{\"launcher\":\"test_capture\",\"image\":\"local\",\"command\":[\"vt-capture\"],\"n\":1.5}\n");
 }
@@ -496,7 +496,7 @@ static void oc_arch(env *e, vt_capture_opts *o)
     vt_gguf_writer *w = vt_gguf_writer_from(g, &err);
     cr_assert_not_null(w, "%s", err.msg);
     cr_assert_eq(vt_gguf_writer_set_u32(w, "general.architecture", 7), VT_OK);
-    cr_assert_eq(vt_gguf_writer_write_file(w, p, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, p, NULL, &err), VT_OK, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
     o->model = p;
@@ -1312,7 +1312,7 @@ Test(prompts, text_gets_the_bos_its_vocabulary_asks_for)
     vt_gguf_writer *w = vt_gguf_writer_from(g, &err);
     cr_assert_not_null(w, "%s", err.msg);
     cr_assert_eq(vt_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1), VT_OK);
-    cr_assert_eq(vt_gguf_writer_write_file(w, bos_model, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, bos_model, NULL, &err), VT_OK, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
     const char *models[2] = { e.model, bos_model };

@@ -173,7 +173,7 @@ Test(docs, every_option_a_help_names_is_known_to_its_parser)
         { "seal --help", "seal create /nonexistent|seal verify /nonexistent|seal extract /nonexistent" },
         { "codec --help", "codec check" },
         { "fixture --help", "fixture make" },
-        { "gguf --help", "gguf info /nonexistent" },
+        { "gguf --help", "gguf info /nonexistent|gguf rewrite" },
     };
     int checked = 0;
     for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {

@@ -339,7 +339,7 @@ static const char *make_model(const spec *sp)
     add(w, sp, "output_norm.weight", VT_TYPE_F32, E, 1, 0.1, 1.0, &rng);
     if (!sp->tied)
         add(w, sp, "output.weight", sp->wtype, E, sp->n_vocab, 3.0 / sqrt(E), 0, &rng);
-    cr_assert_eq(vt_gguf_writer_write_file(w, path, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, path, &(const vt_publish_opts){ .overwrite = 1 }, &err), VT_OK, "%s", err.msg);
     vt_gguf_writer_free(w);
     return path;
 }

@@ -264,7 +264,7 @@ Test(export, deterministic_no_clobber_and_refusals)
     cr_assert_not_null(gw, "%s", gerr.msg);
     cr_assert_eq(vt_gguf_writer_set_str(gw, "general.architecture", "llama"), 0);
     snprintf(q35, sizeof q35, "%s/llama.gguf", tmpdir);
-    cr_assert_eq(vt_gguf_writer_write_file(gw, q35, &gerr), 0, "%s", gerr.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(gw, q35, NULL, &gerr), 0, "%s", gerr.msg);
     vt_gguf_writer_free(gw);
     vt_gguf_free(src);
     static const struct { const char *args, *line; } cases[] = {
@@ -749,7 +749,7 @@ static void widen_value_heads(const char *src, const char *dst, int64_t n_v)
                      0, "%s", err.msg);
         free(v);
     }
-    cr_assert_eq(vt_gguf_writer_write_file(w, dst, &err), 0, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, dst, NULL, &err), 0, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
 }
@@ -830,7 +830,7 @@ static void rewrite_gguf(const char *src, const char *dst, int fuse_layer, const
                      0, "%s", err.msg);
         free(data);
     }
-    cr_assert_eq(vt_gguf_writer_write_file(w, dst, &err), 0, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, dst, NULL, &err), 0, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
 }
@@ -901,7 +901,7 @@ Test(export, qwen35_unknown_tensors_are_refused)
             const int64_t ne[1] = { 4 };
             cr_assert_eq(vt_gguf_writer_add_tensor(w, cases[i].tensor, 0 /* F32 */, 1, ne, v, sizeof v, &gerr), 0,
                          "%s", gerr.msg);
-            cr_assert_eq(vt_gguf_writer_write_file(w, bad, &gerr), 0, "%s", gerr.msg);
+            cr_assert_eq(vt_gguf_writer_write_file(w, bad, NULL, &gerr), 0, "%s", gerr.msg);
             vt_gguf_writer_free(w);
             vt_gguf_free(g);
             snprintf(want, sizeof want, "vt export: %s: tensor %s: %s\n", bad, cases[i].tensor, cases[i].says);
@@ -941,7 +941,7 @@ Test(export, qwen35_mtp_blocks_are_left_out)
     cr_assert_eq(vt_gguf_writer_add_tensor(w, "blk.4.nextn.eh_proj.weight", 0, 2, ne_a, v, 32 * 4, &err), 0);
     cr_assert_eq(vt_gguf_writer_add_tensor(w, "blk.4.attn_norm.weight", 0, 1, ne_b, v, 256 * 4, &err), 0);
     snprintf(mtp, sizeof mtp, "%s/mtp.gguf", tmpdir);
-    cr_assert_eq(vt_gguf_writer_write_file(w, mtp, &err), 0, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, mtp, NULL, &err), 0, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
     snprintf(dir, sizeof dir, "%s/mtp", tmpdir);

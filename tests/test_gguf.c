@@ -780,9 +780,17 @@ Test(gguf, write_file_is_atomic)
     snprintf(sub, sizeof sub, "%s/subdir", dir);
     vt_gguf_writer *w = build_full(3, 32);
     vt_error err;
-    cr_assert_eq(vt_gguf_writer_write_file(w, path, &err), VT_OK, "%s", err.msg);
-    /* Overwrite in place. */
-    cr_assert_eq(vt_gguf_writer_write_file(w, path, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, path, NULL, &err), VT_OK, "%s", err.msg);
+    /* No clobber without overwrite: refused, naming the path. */
+    cr_assert_eq(vt_gguf_writer_write_file(w, path, NULL, &err), VT_EINPUT);
+    cr_assert(strstr(err.msg, path), "%s", err.msg);
+    /* The output may not be one of the inputs, even with overwrite. */
+    const char *in[] = { path };
+    const vt_publish_opts alias = { .overwrite = 1, .inputs = in, .n_inputs = 1 };
+    cr_assert_eq(vt_gguf_writer_write_file(w, path, &alias, &err), VT_EINPUT);
+    /* Overwrite in place when asked. */
+    const vt_publish_opts ow = { .overwrite = 1 };
+    cr_assert_eq(vt_gguf_writer_write_file(w, path, &ow, &err), VT_OK, "%s", err.msg);
     vt_gguf *g = vt_gguf_open(path, &err);
     cr_assert(g, "%s", err.msg);
     check_full(g, 32);
@@ -792,10 +800,10 @@ Test(gguf, write_file_is_atomic)
     cr_assert_eq(st.st_mode & 0022, 0, "not group/other writable");
     /* A failing rename (onto a directory) leaves no temporary behind. */
     cr_assert_eq(mkdir(sub, 0755), 0);
-    cr_assert_neq(vt_gguf_writer_write_file(w, sub, &err), VT_OK);
+    cr_assert_neq(vt_gguf_writer_write_file(w, sub, NULL, &err), VT_OK);
     char nodir[300];
     snprintf(nodir, sizeof nodir, "%s/missing/x.gguf", dir);
-    cr_assert_neq(vt_gguf_writer_write_file(w, nodir, &err), VT_OK);
+    cr_assert_neq(vt_gguf_writer_write_file(w, nodir, NULL, &err), VT_OK);
     DIR *d = opendir(dir);
     struct dirent *e;
     int entries = 0;
@@ -915,6 +923,20 @@ Test(gguf, specific_refusals)
     cr_assert(strstr(err.msg, "duplicate of tensor[0]"), "%s", err.msg);
     t[2] = 'b';
     vt_gguf *g = vt_gguf_open_memory(c, n, "ok.gguf", &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    vt_gguf_free(g);
+    /* Overlapping tensors (issue 19; llama.cpp refuses them too): t.b's
+     * offset (after its name, n_dims, one ne and the type) moved onto t.a's
+     * bytes; told at t.b, the later one, naming the other. */
+    uint8_t *toff = t + 3 + 4 + 8 + 4;
+    uint64_t was = rd64(toff);
+    cr_assert_gt(was, 0);
+    wr(toff, 0, 8);
+    cr_assert_null(vt_gguf_open_memory(c, n, "overlap.gguf", &err));
+    cr_assert(strstr(err.msg, "tensor[1]") && strstr(err.msg, "expected no overlap with tensor[0] 't.a'"), "%s",
+              err.msg);
+    wr(toff, was, 8);
+    g = vt_gguf_open_memory(c, n, "ok.gguf", &err);
     cr_assert_not_null(g, "%s", err.msg);
     vt_gguf_free(g);
     free(out);

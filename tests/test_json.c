@@ -286,3 +286,88 @@ Test(parse, integers_are_whole_strict_and_in_range)
     }
     cr_assert(!vt_parse_i64(NULL, 0, 1, &v));
 }
+
+Test(parse, decimals_are_whole_strict_finite_and_in_range)
+{
+    double v = 0;
+    cr_assert(vt_parse_f64("0.5", 0, 1, &v) && v == 0.5);
+    cr_assert(vt_parse_f64("500", 0, 1e6, &v) && v == 500);
+    cr_assert(vt_parse_f64("-2.5e-1", -1, 1, &v) && v == -0.25);
+    cr_assert(vt_parse_f64(".5", 0, 1, &v) && v == 0.5);
+    cr_assert(vt_parse_f64("5.", 0, 10, &v) && v == 5);
+    cr_assert(vt_parse_f64("1E+2", 0, 1000, &v) && v == 100);
+    const char *bad[] = { "", " 5", "+5", "-0", "-0.0", "5 ", "5x", "0x5", "0x1p3", "inf", "nan", "-inf",
+                          ".", "-", "e5", "1e", "1e+", "--5", "1,5", "1e999", "11" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 42;
+        cr_assert(!vt_parse_f64(bad[i], -5, 10, &v), "'%s' accepted", bad[i]);
+        cr_assert_eq(v, 42, "'%s': the output changed", bad[i]);
+    }
+    cr_assert(!vt_parse_f64(NULL, 0, 1, &v));
+}
+
+Test(parse, lists_refuse_empty_entries_and_bad_items)
+{
+    int64_t *v = NULL;
+    size_t n = 0;
+    cr_assert(vt_parse_list_i64("1,2,30", 0, 100, &v, &n));
+    cr_assert(n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 30);
+    free(v);
+    cr_assert(vt_parse_list_i64("7", 0, 100, &v, &n) && n == 1 && v[0] == 7);
+    free(v);
+    const char *bad[] = { "", ",", "1,,2", "1,2,", ",1", "1, 2", "1,+2", "1,-0", "1,101", "1;2", "1,x" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = NULL;
+        n = 99;
+        cr_assert(!vt_parse_list_i64(bad[i], 0, 100, &v, &n), "'%s' accepted", bad[i]);
+        cr_assert(v == NULL && n == 99, "'%s': the output changed", bad[i]);
+    }
+    /* many entries: grows past its first allocation */
+    char big[4096] = "0";
+    for (int i = 1; i < 500; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), ",%d", i % 100);
+    cr_assert(vt_parse_list_i64(big, 0, 100, &v, &n) && n == 500 && v[499] == 99);
+    free(v);
+}
+
+Test(parse, a_single_valued_option_is_taken_once)
+{
+    vt_opt_seen seen = { .n = 0 };
+    cr_assert(vt_opt_once(&seen, "--out"));
+    cr_assert(vt_opt_once(&seen, "--model"));
+    cr_assert(!vt_opt_once(&seen, "--out"));
+    cr_assert(!vt_opt_once(&seen, "--model"));
+    cr_assert(vt_opt_once(&seen, "--seed"));
+    cr_assert(!vt_opt_once(&seen, "-o"), "-o is --out");
+    static const char *const many[] = { "--allow-diff", NULL };
+    vt_opt_seen s2 = { .repeatable = many };
+    cr_assert(vt_opt_once(&s2, "-o"));
+    cr_assert(!vt_opt_once(&s2, "--out"));
+    for (int i = 0; i < 3; i++)
+        cr_assert(vt_opt_once(&s2, "--allow-diff"));
+}
+
+/* Unique ids among many lines: the first repeat by line is told, and a
+ * file of 100,000 prompts is read in well under the watchdog (the check was
+ * quadratic: 81 s). The timeout is a hang guard, not a timing assert. */
+Test(prompts, duplicate_ids_are_found_among_many_lines, .timeout = 120)
+{
+    enum { N = 100000 };
+    size_t cap = (size_t)N * 40, len = 0;
+    char *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    for (int i = 0; i < N; i++) {
+        /* line 60001 repeats line 124's id, line 90001 repeats line 7's */
+        int id = i == 60000 ? 123 : i == 90000 ? 6 : i;
+        len += (size_t)snprintf(buf + len, cap - len, "{\"id\":\"p%d\",\"tokens\":[%d]}\n", id, i % 1000);
+    }
+    prompts_case(buf, len, "line 60001: field id: 'p123' already used: expected unique ids", 0);
+    /* the same lines without the repeats are read whole */
+    len = 0;
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "{\"id\":\"p%d\",\"tokens\":[%d]}\n", i, i % 1000);
+    prompts_case(buf, len, NULL, N);
+    free(buf);
+    prompts_case(LIT(LINE1 "{\"id\": \"p2\", \"text\": \"Hi\"}\n{\"id\": \"p1\", \"text\": \"Hi\"}\n"),
+                 "line 3: field id: 'p1' already used: expected unique ids", 0);
+}

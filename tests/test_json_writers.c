@@ -146,7 +146,7 @@ Test(writers, vt_gguf_info_json)
     vt_gguf_value v = { .type = VT_GGUF_STRING, .v.str = { name, sizeof name - 1 } };
     cr_assert_eq(vt_gguf_writer_set_value(w, "general.name", &v), VT_OK);
     snprintf(odd, sizeof odd, "%s/odd.gguf", e.dir);
-    cr_assert_eq(vt_gguf_writer_write_file(w, odd, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_gguf_writer_write_file(w, odd, NULL, &err), VT_OK, "%s", err.msg);
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
     cr_assert_eq(sh(&e, "{ '%s' gguf info '%s' --json > '%s'; }", VT_BIN, odd, out), 0, "%s", e.cmd_err);

@@ -50,8 +50,9 @@ static int capture(const char *runner, const char *name, const char *extra)
 {
     return vt_test_sh(model.dir, out, sizeof out, err, sizeof err,
                       "cd '%s' && '%s' capture --runner '%s' --model '%s' --prompts '%s' --out %s.json --logits-out "
-                      "%s.logits --repetitions 2 --max-tokens 16 --threads 1 --no-timestamp %s",
-                      model.dir, VT_BIN, runner, model.path, PROMPTS, name, name, extra ? extra : "");
+                      "%s.logits %s --max-tokens 16 --threads 1 --no-timestamp %s",
+                      model.dir, VT_BIN, runner, model.path, PROMPTS, name, name,
+                      extra && strstr(extra, "--repetitions") ? "" : "--repetitions 2", extra ? extra : "");
 }
 
 static cJSON *load(const char *name)

@@ -266,7 +266,7 @@ Test(manifest, make_write_read_verify, .init = make_dir, .fini = remove_dir)
     cr_assert_eq(m.n_files, 3);
     cr_assert_str_eq(m.files[0].name, "a.gguf");
     cr_assert_eq(m.files[0].size, 100000);
-    cr_assert_eq(vt_manifest_write(&m, mpath, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, mpath, NULL, &err), VT_OK, "%s", err.msg);
     cr_assert_eq(vt_manifest_read(mpath, &back, &err), VT_OK, "%s", err.msg);
     cr_assert_eq(back.n_files, 3);
     for (int i = 0; i < 3; i++) {
@@ -304,7 +304,7 @@ Test(manifest, one_byte_changed_is_echeck_naming_the_file, .init = make_dir, .fi
     vt_error err;
     vt_manifest m;
     cr_assert_eq(vt_manifest_make_for(tpath("models/M.json"), files, 3, &m, &err), VT_OK, "%s", err.msg);
-    cr_assert_eq(vt_manifest_write(&m, tpath("models/M.json"), &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, tpath("models/M.json"), NULL, &err), VT_OK, "%s", err.msg);
     flip_byte(files[0], 50000);
     cr_assert_eq(vt_manifest_verify(&m, tpath("models"), &err), VT_ECHECK);
     cr_assert(strstr(err.msg, "a.gguf: sha256 differs"), "%s", err.msg);
@@ -1618,7 +1618,7 @@ Test(manifest, verify_json_lists_each_file_and_mismatch, .init = make_dir, .fini
     vt_error err;
     vt_manifest m;
     cr_assert_eq(vt_manifest_make_for(mp, files, 3, &m, &err), VT_OK, "%s", err.msg);
-    cr_assert_eq(vt_manifest_write(&m, mp, &err), VT_OK, "%s", err.msg);
+    cr_assert_eq(vt_manifest_write(&m, mp, NULL, &err), VT_OK, "%s", err.msg);
     static char text[1 << 16], json[1 << 16], e[4096];
     for (int round = 0; round < 2; round++) {
         if (round == 1) { /* a byte changed, a file gone */

@@ -118,6 +118,7 @@ int vt_cmd_agree(int argc, char **argv)
     int64_t n_prompts = 16, n_gen = 32;
     double threshold = 500.0;
     int json = 0;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -132,7 +133,8 @@ int vt_cmd_agree(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
-        char *end;
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         if (strcmp(a, "--model") == 0)
             s.model_path = v;
         else if (strcmp(a, "--local") == 0)
@@ -146,9 +148,8 @@ int vt_cmd_agree(int argc, char **argv)
             if (!vt_parse_i64(v, 1, 4096, &n_gen))
                 return bad(a, v, "an integer in 1..4096");
         } else if (strcmp(a, "--threshold-mnats") == 0) {
-            threshold = strtod(v, &end);
-            if (!*v || *end || !(threshold >= 0))
-                return bad(a, v, "a non-negative number");
+            if (!vt_parse_f64(v, 0, 1e6, &threshold))
+                return bad(a, v, "a number in 0..1000000 (milli-nats)");
         } else {
             int r = vt_runner_option("vt agree", a, v, &s);
             if (r < 0)

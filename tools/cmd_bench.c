@@ -118,6 +118,7 @@ int vt_cmd_bench(int argc, char **argv)
     const char *vs = NULL;
     int64_t p = 512, g = 128, runs = 5, bw_mib = 2048;
     int json = 0;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -132,13 +133,11 @@ int vt_cmd_bench(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         if (strcmp(a, "--model") == 0) {
-            if (s.model_path)
-                return bad(a, v, "one --model");
             s.model_path = v;
         } else if (strcmp(a, "--vs") == 0) {
-            if (vs)
-                return bad(a, v, "one --vs");
             vs = v;
         } else if (strcmp(a, "--prefill") == 0) {
             if (!vt_parse_i64(v, 1, 65536, &p))

@@ -174,6 +174,8 @@ int vt_cmd_capture(int argc, char **argv)
     const char *allow[32];
     int overwrite = 0, timestamp = 1, shape_given = 0, quiet = 0, json = 0;
     vt_progress progress;
+    static const char *const repeatable[] = { "--allow-setting-difference", NULL };
+    vt_opt_seen seen = { .repeatable = repeatable };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -204,6 +206,8 @@ int vt_cmd_capture(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         int r = vt_runner_option("vt-capture", a, v, &o.settings);
         if (r < 0)
             return 2;

@@ -102,6 +102,27 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
+typedef struct type_list {
+    const vt_codec **sel;
+    int *n;
+    char bad[256]; /* the entry refused, if one was */
+} type_list;
+
+static int take_type(const char *entry, void *ctx)
+{
+    type_list *tl = ctx;
+    const vt_codec *c = vt_codec_by_name(entry);
+    for (int i = 0; c && i < *tl->n; i++)
+        if (tl->sel[i] == c)
+            c = NULL; /* given twice */
+    if (!c || !c->decode_f32 || *tl->n >= VT_TYPE_COUNT) {
+        snprintf(tl->bad, sizeof tl->bad, "%s", entry);
+        return 0;
+    }
+    tl->sel[(*tl->n)++] = c;
+    return 1;
+}
+
 /* Fills sel with the codecs named in a comma list, or every decodable one. */
 static int select_types(const char *list, const vt_codec **sel, int *n_sel)
 {
@@ -112,23 +133,15 @@ static int select_types(const char *list, const vt_codec **sel, int *n_sel)
                 sel[(*n_sel)++] = vt_codec_at(i);
         return 0;
     }
-    char buf[1024];
-    if (strlen(list) >= sizeof buf) {
-        fprintf(stderr, "vt codec check: --types: list too long\n");
+    type_list tl = { .sel = sel, .n = n_sel };
+    if (vt_parse_list(list, take_type, &tl) < 0) {
+        if (tl.bad[0])
+            fprintf(stderr, "vt codec check: --types '%s': expected decodable types (see 'vt codec list'), "
+                    "each once: '%s' is not one\n", list, tl.bad);
+        else
+            fprintf(stderr, "vt codec check: --types '%s': expected a comma-separated list of types, "
+                    "no empty entry\n", list);
         return 2;
-    }
-    strcpy(buf, list);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const vt_codec *c = vt_codec_by_name(t);
-        if (!c || !c->decode_f32) {
-            fprintf(stderr, "vt codec check: --types: '%s': expected a decodable type (see 'vt codec list')\n", t);
-            return 2;
-        }
-        for (int i = 0; i < *n_sel; i++)
-            if (sel[i] == c)
-                c = NULL;
-        if (c && *n_sel < VT_TYPE_COUNT)
-            sel[(*n_sel)++] = c;
     }
     if (*n_sel == 0) {
         fprintf(stderr, "vt codec check: --types: empty list\n");
@@ -213,6 +226,7 @@ static int cmd_check(int argc, char **argv)
     int64_t rows = 4096, cols = 512, n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     uint64_t seed = 1;
     int quiet = 0, json = 0;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -230,6 +244,10 @@ static int cmd_check(int argc, char **argv)
         }
         if (!v) {
             fprintf(stderr, "vt codec check: %s: expected an option with a value\n", a);
+            return 2;
+        }
+        if (!vt_opt_once(&seen, a)) {
+            fprintf(stderr, "vt codec check: %s '%s': expected the option once (given twice)\n", a, v);
             return 2;
         }
         i++;
@@ -261,6 +279,12 @@ static int cmd_check(int argc, char **argv)
             fprintf(stderr, "vt codec check: unknown option '%s'\n", a);
             return 2;
         }
+    }
+    /* Each bound alone allows 2^44 elements: days, and terabytes. */
+    if (rows * cols > (1 << 26)) {
+        fprintf(stderr, "vt codec check: --rows %lld --cols %lld: expected rows x cols at most 67108864\n",
+                (long long)rows, (long long)cols);
+        return 2;
     }
     const vt_codec *sel[VT_TYPE_COUNT];
     int n_sel, rc = select_types(types, sel, &n_sel);

@@ -13,10 +13,10 @@ static const char usage_text[] =
     "usage: vt fixture make --preset codecs [--rows N] [--cols N] [--seed S] -o OUT.gguf\n"
     "       vt fixture make [--arch qwen3] --preset tiny|small|bench-0.6b [--weights TYPE|Q4_K_M]\n"
     "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
-    "                       [--threads N] [--quiet] -o OUT.gguf\n"
+    "                       [--threads N] [--quiet] [--overwrite] -o OUT.gguf\n"
     "       vt fixture make --arch qwen35 --preset tiny|bench-0.8b [--weights TYPE|Q4_K_M]\n"
     "                       [--outlier-channels N] [--seed S] [--tied|--untied] [--vocab FILE]\n"
-    "                       [--threads N] [--quiet] -o OUT.gguf\n"
+    "                       [--threads N] [--quiet] [--overwrite] -o OUT.gguf\n"
     "\n"
     "codecs: one tensor per codec, random rows quantized by ggml's own quantizer,\n"
     "plus the F32 source. Defaults: --rows 8 --cols 512 --seed 1.\n"
@@ -52,6 +52,8 @@ static const char usage_text[] =
     "--tied / --untied override the preset's choice of output head. TYPE is any\n"
     "codec with a decoder in 'vt codec list' (F32, F16, BF16, Q8_0, Q4_K, IQ2_XXS...)\n"
     "except Q8_K, an activation-only type llama.cpp cannot multiply.\n"
+    "An existing OUT is refused unless --overwrite; OUT may never be the vocabulary file.\n"
+    "Each option at most once.\n"
     "example: vt fixture make --preset tiny --weights Q8_0 -o tiny-Q8_0.gguf\n";
 
 /* One line naming the option and what it expects; exit status 2. */
@@ -77,37 +79,47 @@ int vt_cmd_fixture(int argc, char **argv)
     const char *preset = NULL, *out = NULL, *arch = NULL, *weights = NULL, *vocab = NULL;
     int64_t rows = 8, cols = 512, threads = 0, outliers = 0;
     int tied = -1; /* -1: the preset's choice */
-    int quiet = 0;
+    int quiet = 0, overwrite = 0;
     int rows_set = 0, cols_set = 0, threads_set = 0, outliers_set = 0;
     uint64_t seed = 1;
+    unsigned given = 0; /* valued options seen, one bit each: none may repeat */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
         }
-        if (strcmp(a, "--quiet") == 0) {
-            quiet = 1;
+        if (strcmp(a, "--quiet") == 0 || strcmp(a, "--overwrite") == 0) {
+            int *flag = a[2] == 'q' ? &quiet : &overwrite;
+            if (*flag)
+                return bad(a, NULL, "at most once");
+            *flag = 1;
             continue;
         }
         if (strcmp(a, "--tied") == 0 || strcmp(a, "--untied") == 0) {
             int want = strcmp(a, "--tied") == 0;
-            if (tied >= 0 && tied != want)
-                return bad(a, NULL, "only one of --tied and --untied");
+            if (tied >= 0)
+                return bad(a, NULL, "only one of --tied and --untied, once");
             tied = want;
             continue;
         }
         static const char *const valued[] = { "--preset", "-o", "--out", "--rows", "--cols", "--seed",
                                               "--arch", "--weights", "--vocab", "--threads",
                                               "--outlier-channels" };
-        int known = 0;
+        size_t known = sizeof valued / sizeof valued[0];
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            known |= strcmp(a, valued[k]) == 0;
-        if (!known)
+            if (strcmp(a, valued[k]) == 0)
+                known = k;
+        if (known == sizeof valued / sizeof valued[0])
             return bad(a, NULL, "one of --preset, --arch, --weights, --seed, --tied, --untied, --vocab, "
-                       "--threads, --outlier-channels, --rows, --cols, -o");
+                       "--threads, --outlier-channels, --rows, --cols, -o, --overwrite, --quiet");
         if (i + 1 >= argc)
             return bad(a, NULL, "a value");
+        /* -o and --out are one option (bit 1) */
+        unsigned bit = 1u << (known == 2 ? 1 : known);
+        if (given & bit)
+            return bad(a, NULL, "at most once");
+        given |= bit;
         const char *v = argv[++i];
         if (strcmp(a, "--preset") == 0)
             preset = v;
@@ -146,6 +158,16 @@ int vt_cmd_fixture(int argc, char **argv)
 
     vt_error err;
     vt_error_clear(&err);
+    /* Refused before minutes of work: OUT existing (without --overwrite) or
+     * naming the vocabulary the fixture reads. */
+    int q35 = arch && strcmp(arch, "qwen35") == 0;
+    const char *in_vocab = vocab ? vocab : strcmp(preset, "codecs") == 0 ? NULL
+                                   : q35 ? vt_qwen35_default_vocab() : vt_qwen3_default_vocab();
+    const vt_publish_opts po = { .overwrite = overwrite, .inputs = &in_vocab, .n_inputs = in_vocab ? 1 : 0 };
+    if (vt_publish_check(&out, 1, &po, &err) != VT_OK) {
+        fprintf(stderr, "vt fixture make: %s\n", err.msg);
+        return 2;
+    }
     if (strcmp(preset, "codecs") == 0) {
         if (arch)
             return bad("--arch", arch, "no --arch with --preset codecs");
@@ -155,7 +177,7 @@ int vt_cmd_fixture(int argc, char **argv)
                        NULL, "a model preset (qwen3: tiny, small, bench-0.6b; qwen35: tiny, bench-0.8b), "
                        "not codecs");
         vt_ggml *g = vt_ggml_open(NULL, &err);
-        if (!g || vt_fixture_make_codecs(g, rows, cols, seed, out, &err)) {
+        if (!g || vt_fixture_make_codecs(g, rows, cols, seed, out, &po, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             vt_ggml_free(g);
             return err.code ? err.code : 2;
@@ -195,6 +217,7 @@ int vt_cmd_fixture(int argc, char **argv)
     vt_progress progress;
     vt_progress_init(&progress, "vt fixture make", quiet);
     o3.progress = o35.progress = &progress;
+    o3.publish = o35.publish = &po;
 
     vt_ggml *g = vt_ggml_open(NULL, &err);
     if (!g || (qwen35 ? vt_fixture_make_qwen35(g, &o35, out, &err) : vt_fixture_make_qwen3(g, &o3, out, &err))) {

@@ -2,13 +2,15 @@
  *
  *   vt gguf info FILE [--json]   header, architecture, hyper-parameters,
  *                                tokenizer summary, other keys, tensors
- *   vt gguf rewrite IN OUT       read IN and write it back to OUT (byte
+ *   vt gguf rewrite IN OUT [--overwrite]
+ *                                read IN and write it back to OUT (byte
  *                                identical: a check of the reader/writer)
  *
  * Text and JSON carry the same facts. Errors: one line on stderr, exit 2. */
 #include "cmds.h"
 
 #include "common/vt_error.h"
+#include "common/vt_publish.h"
 #include "common/vt_utf8.h"
 #include "engine/codec.h"
 #include "engine/gguf_file.h"
@@ -23,13 +25,14 @@ typedef unsigned long long ull;
 
 static const char usage[] =
     "usage: vt gguf info FILE [--json]\n"
-    "       vt gguf rewrite IN OUT\n"
+    "       vt gguf rewrite IN OUT [--overwrite]\n"
     "\n"
     "info     print the header, architecture and hyper-parameters, a tokenizer\n"
     "         summary, the other keys, the tensors and per-type totals\n"
     "         (--json: the same as one JSON object, schema vt.gguf-info/1)\n"
     "rewrite  read IN and write it to OUT through vt's GGUF writer; the bytes\n"
-    "         are identical for any file the reader accepts\n"
+    "         are identical for any file the reader accepts; an existing OUT is\n"
+    "         refused unless --overwrite, and OUT may never be IN (nor a link to it)\n"
     "\n"
     "A malformed file is reported as one line naming the file, the byte offset\n"
     "and the field, and vt exits with status 2.\n"
@@ -587,15 +590,35 @@ static int cmd_rewrite(int argc, char **argv)
         fputs(usage, stdout);
         return finish_stdout();
     }
-    if (argc != 3)
-        return fail("vt gguf rewrite: wrong arguments: expected vt gguf rewrite IN OUT");
+    const char *paths[2] = { NULL, NULL };
+    int n_paths = 0, overwrite = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--overwrite") == 0) {
+            if (overwrite)
+                return fail("vt gguf rewrite: --overwrite: given twice: expected it at most once");
+            overwrite = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "vt gguf rewrite: option '%s': expected --overwrite\n", argv[i]);
+            return 2;
+        } else if (n_paths == 2) {
+            return fail("vt gguf rewrite: wrong arguments: expected vt gguf rewrite IN OUT [--overwrite]");
+        } else {
+            paths[n_paths++] = argv[i];
+        }
+    }
+    if (n_paths != 2)
+        return fail("vt gguf rewrite: wrong arguments: expected vt gguf rewrite IN OUT [--overwrite]");
     vt_error err;
     vt_error_clear(&err);
-    vt_gguf *g = vt_gguf_open(argv[1], &err);
+    /* Refused before reading: OUT existing (without --overwrite) or naming IN. */
+    const vt_publish_opts po = { .overwrite = overwrite, .inputs = paths, .n_inputs = 1 };
+    if (vt_publish_check(&paths[1], 1, &po, &err) != VT_OK)
+        return fail(err.msg);
+    vt_gguf *g = vt_gguf_open(paths[0], &err);
     if (!g)
         return fail(err.msg);
     vt_gguf_writer *w = vt_gguf_writer_from(g, &err);
-    int rc = w ? vt_gguf_writer_write_file(w, argv[2], &err) : VT_EINPUT;
+    int rc = w ? vt_gguf_writer_write_file(w, paths[1], &po, &err) : VT_EINPUT;
     vt_gguf_writer_free(w);
     vt_gguf_free(g);
     return rc == VT_OK ? 0 : fail(err.msg);

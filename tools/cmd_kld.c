@@ -7,6 +7,7 @@
 #include "../common/vt_parse.h"
 #include "../common/vt_utf8.h"
 #include "../compare/kld_corpus.h"
+#include "../engine/gguf_file.h"
 #include "../engine/runner.h"
 #include "../engine/tokenizer.h"
 #include "json_out.h"
@@ -168,6 +169,7 @@ int vt_cmd_kld(int argc, char **argv)
     int64_t ctx = 512, chunks = 0, context = 0, bucket = 0;
     vt_cache_dtype local_cache = VT_CACHE_AUTO;
     int local_cache_set = 0, json = 0;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -182,6 +184,8 @@ int vt_cmd_kld(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         if (strcmp(a, "--model") == 0)
             s.model_path = v;
         else if (strcmp(a, "--corpus") == 0)
@@ -255,6 +259,19 @@ int vt_cmd_kld(int argc, char **argv)
         fprintf(stderr, "vt kld: --context %lld: expected below --ctx %lld\n", (long long)context, (long long)ctx);
         rc = VT_EINPUT;
         err.code = VT_EINPUT;
+    }
+    if (rc == VT_OK) { /* a chunk is one sequence: within the model's trained context */
+        vt_gguf *g = vt_gguf_open(s.model_path, &err);
+        int64_t ctx_len = g ? vt_gguf_context_length(g) : 0;
+        vt_gguf_free(g);
+        if (!g)
+            rc = VT_EINPUT;
+        else if (ctx_len > 0 && ctx > ctx_len) {
+            fprintf(stderr, "vt kld: --ctx %lld: expected at most the model's context length %lld (%s)\n",
+                    (long long)ctx, (long long)ctx_len, s.model_path);
+            rc = VT_EINPUT;
+            err.code = VT_EINPUT;
+        }
     }
     if (rc == VT_OK && !(local = vt_runner_open(lo, &ls, &err)))
         rc = err.code ? err.code : VT_EINPUT;

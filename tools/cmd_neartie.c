@@ -87,6 +87,8 @@ int vt_cmd_neartie(int argc, char **argv)
     vt_nt_opts_default(&o);
     const char *allow[64];
     int quiet = 0, json = 0;
+    static const char *const repeatable[] = { "--allow-diff", "--prefix-scores", NULL };
+    vt_opt_seen seen = { .repeatable = repeatable };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -112,6 +114,8 @@ int vt_cmd_neartie(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         int64_t n;
         if (strcmp(a, "--local") == 0)
             o.local = v;
@@ -143,11 +147,8 @@ int vt_cmd_neartie(int argc, char **argv)
         else if (strcmp(a, "--lock") == 0)
             o.lock = v;
         else if (strcmp(a, "--threshold-mnats") == 0) {
-            char *end;
-            double t = strtod(v, &end);
-            if (!*v || *end || !(t >= 0) || !isfinite(t))
-                return bad(a, v, "a finite number >= 0 (milli-nats)");
-            o.threshold_mnats = t;
+            if (!vt_parse_f64(v, 0, 1e6, &o.threshold_mnats))
+                return bad(a, v, "a number in 0..1000000 (milli-nats)");
         } else if (strcmp(a, "--threads") == 0) {
             if (!vt_parse_i64(v, 1, 256, &n))
                 return bad(a, v, "an integer in 1..256");

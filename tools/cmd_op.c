@@ -48,6 +48,29 @@ static int bad(const char *opt, const char *val, const char *expected)
     return 2;
 }
 
+/* One entry of a --types or --rows list (vt_parse_list: no empty entry). */
+typedef struct op_list {
+    int *out, cap, *n;           /* --types: type ids */
+    const int *allowed;
+    int n_allowed;
+    int *on;                     /* --rows: one flag per kind */
+} op_list;
+
+static int take_type(const char *t, void *ctx)
+{
+    op_list *l = ctx;
+    const vt_codec *c = vt_codec_by_name(t);
+    int ok = 0;
+    for (int i = 0; c && i < l->n_allowed; i++)
+        ok = ok || l->allowed[i] == (int)c->type;
+    for (int i = 0; i < *l->n; i++)
+        ok = ok && l->out[i] != (int)c->type; /* each once */
+    if (!ok || *l->n >= l->cap)
+        return 0;
+    l->out[(*l->n)++] = (int)c->type;
+    return 1;
+}
+
 static int parse_types(const char *v, int *types, int cap, int *n)
 {
     if (strcmp(v, "all") == 0) {
@@ -55,44 +78,29 @@ static int parse_types(const char *v, int *types, int cap, int *n)
         return 1;
     }
     int all[VT_TYPE_COUNT];
-    int n_all = vt_op_check_types(all, VT_TYPE_COUNT);
+    op_list l = { .out = types, .cap = cap, .n = n, .allowed = all,
+                  .n_allowed = vt_op_check_types(all, VT_TYPE_COUNT) };
     *n = 0;
-    char buf[512];
-    if (snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf)
+    return vt_parse_list(v, take_type, &l) > 0;
+}
+
+static int take_kind(const char *t, void *ctx)
+{
+    op_list *l = ctx;
+    int k = 0;
+    while (k < VT_OP_ROW_KINDS && strcmp(t, vt_op_rows_name((vt_op_rows)k)) != 0)
+        k++;
+    if (k == VT_OP_ROW_KINDS || l->on[k])
         return 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const vt_codec *c = vt_codec_by_name(t);
-        int ok = 0;
-        for (int i = 0; c && i < n_all; i++)
-            ok = ok || all[i] == (int)c->type;
-        for (int i = 0; i < *n; i++)
-            ok = ok && types[i] != (int)c->type;
-        if (!ok || *n >= cap)
-            return 0;
-        types[(*n)++] = (int)c->type;
-    }
-    return *n > 0 && v[strlen(v) - 1] != ',' && strstr(v, ",,") == NULL;
+    l->on[k] = 1;
+    return 1;
 }
 
 static int parse_kinds(const char *v, int *on)
 {
-    char buf[128];
-    if (snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf || v[strlen(v) - 1] == ',' ||
-        strstr(v, ",,"))
-        return 0;
     memset(on, 0, VT_OP_ROW_KINDS * sizeof *on);
-    char *save = NULL;
-    int any = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = 0;
-        while (k < VT_OP_ROW_KINDS && strcmp(t, vt_op_rows_name((vt_op_rows)k)) != 0)
-            k++;
-        if (k == VT_OP_ROW_KINDS || on[k])
-            return 0;
-        on[k] = any = 1;
-    }
-    return any;
+    op_list l = { .on = on };
+    return vt_parse_list(v, take_kind, &l) > 0;
 }
 
 typedef struct op_opts {
@@ -117,6 +125,7 @@ static int parse(int argc, char **argv, op_opts *o)
     o->float_ulp = 8;
     o->seed = 1;
     o->matmul = VT_MATMUL_Q8;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) {
@@ -126,6 +135,8 @@ static int parse(int argc, char **argv, op_opts *o)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         if (strcmp(a, "--types") == 0) {
             if (!parse_types(v, o->types, VT_TYPE_COUNT, &o->n_types))
                 return bad(a, v, "all, or a comma-separated list of distinct types from --types all");
@@ -161,6 +172,12 @@ static int parse(int argc, char **argv, op_opts *o)
     }
     if (o->kinds[VT_OP_ROWS_FIXTURE] && !o->model)
         return bad("--model", "", "a GGUF file for the fixture rows (or --kinds without fixture)");
+    /* Each bound alone still allows a weight of 4G elements: hours and 16 GiB. */
+    if (o->rows * o->cols > (1 << 26) || o->batch * o->cols > (1 << 26)) {
+        char v[64];
+        snprintf(v, sizeof v, "%lld x %lld, batch %lld", (long long)o->rows, (long long)o->cols, (long long)o->batch);
+        return bad("--rows x --cols", v, "rows x cols and batch x cols each at most 67108864");
+    }
     return 0;
 }
 

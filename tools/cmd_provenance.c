@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: vt provenance manifest make FILE... [-o M.json]\n"
+    "usage: vt provenance manifest make FILE... [-o M.json [--overwrite]]\n"
     "       vt provenance manifest verify M.json [--base DIR] [--json]\n"
     "       vt provenance identity [--json]\n"
     "       vt provenance verify-wheel WHEEL [--installed DIR] [--json]\n"
@@ -19,7 +19,9 @@ static const char usage_text[] =
     "       vt provenance verify-imports IMPORTS.json [--json]\n"
     "\n"
     "manifest make     vt.manifest/1 of the files (name, size, sha256), written to M.json\n"
-    "                  with names relative to its directory, or printed (names as given)\n"
+    "                  with names relative to its directory, or printed (names as given);\n"
+    "                  an existing M.json is refused unless --overwrite, and M.json may\n"
+    "                  never be one of the FILEs (nor a link to one)\n"
     "manifest verify   every listed file (relative names against --base, default the\n"
     "                  manifest's directory) has its size and sha256; lists each mismatch;\n"
     "                  --json: each file (size and sha256 listed and found, status, the\n"
@@ -61,19 +63,32 @@ static int fail(const vt_error *err)
 static int cmd_manifest_make(int argc, char **argv)
 {
     const char *out = NULL;
+    int overwrite = 0;
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int n = 0;
     if (!files)
         return usage_error("out of memory");
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (out) { /* one line, as every refusal of an option */
+                free(files);
+                fputs("vt provenance: -o: expected the option once (given twice)\n", stderr);
+                return 2;
+            }
             if (i + 1 >= argc) {
                 free(files);
                 return usage_error("-o: expected an output path");
             }
             out = argv[++i];
+        } else if (strcmp(argv[i], "--overwrite") == 0) {
+            if (overwrite) {
+                free(files);
+                fputs("vt provenance: --overwrite: expected the option once (given twice)\n", stderr);
+                return 2;
+            }
+            overwrite = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "vt provenance manifest make: option '%s': expected -o\n", argv[i]);
+            fprintf(stderr, "vt provenance manifest make: option '%s': expected -o or --overwrite\n", argv[i]);
             free(files);
             return 2;
         } else {
@@ -84,15 +99,27 @@ static int cmd_manifest_make(int argc, char **argv)
         free(files);
         return usage_error("manifest make: expected at least one FILE");
     }
+    if (overwrite && !out) {
+        free(files);
+        return usage_error("--overwrite: expected -o OUT (without -o the manifest goes to stdout)");
+    }
     vt_error err;
     vt_error_clear(&err);
+    /* The manifest may not replace a file it lists (nor an existing file
+     * without --overwrite): refused before any file is hashed. */
+    const vt_publish_opts po = { .overwrite = overwrite, .inputs = files, .n_inputs = n };
+    if (out && vt_publish_check(&out, 1, &po, &err) != VT_OK) {
+        free(files);
+        return fail(&err);
+    }
     vt_manifest m;
     int rc = out ? vt_manifest_make_for(out, files, n, &m, &err) : vt_manifest_make(files, n, &m, &err);
-    free(files);
-    if (rc != VT_OK)
+    if (rc != VT_OK) {
+        free(files);
         return fail(&err);
+    }
     if (out) {
-        rc = vt_manifest_write(&m, out, &err);
+        rc = vt_manifest_write(&m, out, &po, &err);
         if (rc == VT_OK)
             printf("wrote %s: %d files\n", out, m.n_files);
     } else {
@@ -103,6 +130,7 @@ static int cmd_manifest_make(int argc, char **argv)
             rc = vt_error_set(&err, VT_EINPUT, "out of memory");
         free(json);
     }
+    free(files);
     vt_manifest_free(&m);
     return rc == VT_OK ? 0 : fail(&err);
 }
@@ -164,6 +192,10 @@ static int cmd_manifest_verify(int argc, char **argv)
     int json = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--base") == 0) {
+            if (base) { /* one line, as every refusal of an option's value */
+                fprintf(stderr, "vt provenance: --base: expected the option once (given twice)\n");
+                return 2;
+            }
             if (i + 1 >= argc)
                 return usage_error("--base: expected a directory");
             base = argv[++i];
@@ -448,6 +480,10 @@ static int cmd_verify_wheel(int argc, char **argv)
     int json = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--installed") == 0) {
+            if (installed) { /* one line, as every refusal of an option's value */
+                fprintf(stderr, "vt provenance: --installed: expected the option once (given twice)\n");
+                return 2;
+            }
             if (i + 1 >= argc)
                 return usage_error("--installed: expected a directory");
             installed = argv[++i];
@@ -502,6 +538,12 @@ static int cmd_verify_npm(int argc, char **argv)
                 break;
             }
             const char **dst = a[2] == 'l' ? &lock : a[2] == 'n' ? &name : &root;
+            if (*dst) {
+                fprintf(stderr, "vt provenance verify-npm: %s '%s': expected the option once (given twice)\n", a,
+                        argv[i + 1]);
+                rc = 2;
+                break;
+            }
             *dst = argv[++i];
         } else if (strcmp(a, "--loaded") == 0) {
             in_loaded = 1;

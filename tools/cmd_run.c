@@ -39,36 +39,23 @@ static int missing(const char *opt, const char *expected)
     return 2;
 }
 
-/* "1,2,3" -> ids (malloc'd). */
+/* "1,2,3" -> ids (malloc'd); vt_parse_list_i64's strict list (no empty entry). */
 static int parse_ids(const char *s, int32_t **out, int32_t *n)
 {
+    int64_t *v;
+    size_t k;
     *n = 0;
     *out = NULL;
-    size_t cap = 1;
-    for (const char *p = s; *p; p++)
-        cap += *p == ',';
-    int32_t *ids = malloc(cap * sizeof *ids);
-    char *copy = strdup(s);
-    if (!ids || !copy) {
-        free(ids);
-        free(copy);
+    if (!vt_parse_list_i64(s, 0, INT32_MAX, &v, &k))
         return 0;
-    }
-    int ok = 1;
-    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int64_t v;
-        if (!vt_parse_i64(t, 0, INT32_MAX, &v)) {
-            ok = 0;
-            break;
-        }
-        ids[(*n)++] = (int32_t)v;
-    }
-    free(copy);
-    if (!ok || *n == 0) {
-        free(ids);
+    int32_t *ids = k <= (size_t)INT32_MAX ? malloc(k * sizeof *ids) : NULL;
+    for (size_t i = 0; ids && i < k; i++)
+        ids[i] = (int32_t)v[i];
+    free(v);
+    if (!ids)
         return 0;
-    }
     *out = ids;
+    *n = (int32_t)k;
     return 1;
 }
 
@@ -111,6 +98,7 @@ int vt_cmd_run(int argc, char **argv)
     const char *runner_name = NULL, *prompt_text = NULL, *prompt_ids = NULL, *score_ids = NULL;
     int64_t max_tokens = 16, show_top = 5, repeats = 1;
     int json = 0;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -125,6 +113,8 @@ int vt_cmd_run(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v)
             return bad(a, "", "a value after the option");
+        if (!vt_opt_once(&seen, a))
+            return bad(a, v, "the option once (given twice)");
         if (strcmp(a, "--runner") == 0)
             runner_name = v;
         else if (strcmp(a, "--model") == 0)
@@ -198,6 +188,15 @@ int vt_cmd_run(int argc, char **argv)
         goto out;
     }
     int32_t n_out = score_ids ? n_cont : (int32_t)max_tokens;
+    vt_gguf *g = vt_gguf_open(s.model_path, &err);
+    int64_t ctx_len = g ? vt_gguf_context_length(g) : 0;
+    vt_gguf_free(g);
+    if (ctx_len > 0 && (int64_t)n_prompt + n_out > ctx_len) {
+        fprintf(stderr, "vt run: %s: %d prompt tokens + %d %s = %lld: expected at most the model's context length "
+                "%lld\n", s.model_path, (int)n_prompt, (int)n_out, score_ids ? "scored tokens" : "--max-tokens",
+                (long long)n_prompt + n_out, (long long)ctx_len);
+        goto out;
+    }
     if (s.n_ctx == 0)
         s.n_ctx = n_prompt + n_out;
     if (s.n_batch > s.n_ctx)

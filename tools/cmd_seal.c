@@ -157,6 +157,7 @@ int vt_cmd_seal(int argc, char **argv)
     const char *input = NULL, *output = NULL, *seal_path = NULL;
     int rc = 0, quiet = 0, json = 0;
     vt_progress progress;
+    vt_opt_seen seen = { .n = 0 };
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -189,6 +190,10 @@ int vt_cmd_seal(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) {
             rc = bad(a, "", "a value after the option");
+            break;
+        }
+        if (!vt_opt_once(&seen, a)) {
+            rc = bad(a, v, "the option once (given twice)");
             break;
         }
         int64_t n;

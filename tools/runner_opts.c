@@ -27,9 +27,8 @@ static int bad(const char *tool, const char *opt, const char *val, const char *e
 
 static int parse_unit(const char *tool, const char *opt, const char *val, double max, double *out)
 {
-    char *end;
-    double d = strtod(val, &end);
-    if (!*val || *end || !(d >= 0.0) || d > max) {
+    double d;
+    if (!vt_parse_f64(val, 0.0, max, &d)) {
         char expected[64];
         snprintf(expected, sizeof expected, "a number in 0..%g", max);
         return bad(tool, opt, val, expected);
