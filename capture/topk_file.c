@@ -134,6 +134,14 @@ int vt_topk_file_open(const char *path, int32_t k, int64_t positions, int32_t n_
         close(fd);
         return rc;
     }
+    /* What the capture says of the file, bounded before any arithmetic: k 0
+     * (no file) would divide by zero below, and a product that wraps could
+     * match a short file (found by fuzz/fuzz_topk.c). */
+    if (k < 1 || k > (1 << 20) || n_vocab < 1 || positions < 0 || positions > ((int64_t)1 << 40)) {
+        close(fd);
+        return vt_error_set(err, VT_EINPUT, "%s: k %d, %lld positions, n_vocab %d: expected k in 1..1048576, "
+                            "positions in 0..2^40 and n_vocab >= 1", path, k, (long long)positions, n_vocab);
+    }
     uint64_t want = VT_TOPK_HEADER + (uint64_t)positions * (uint64_t)k * VT_TOPK_ENTRY;
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != want) {
         close(fd);

@@ -1818,3 +1818,29 @@ Test(summary, json_is_the_closing_summary)
     cr_assert_eq(count_lines(e.cmd_err), 1, "%s", e.cmd_err);
     teardown(&e);
 }
+
+/* Found by fuzz/fuzz_topk.c (fuzz/regressions/fuzz_topk/k0-divides-by-zero):
+ * k 0 divided by zero; what the caller says of the file is bounded before
+ * any arithmetic, and a wrapping size product cannot match a short file. */
+Test(topk_file, what_the_capture_says_is_bounded_before_use)
+{
+    char path[] = "/tmp/vt-topk-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "VTTOPK\0\0\1\0\0\0\0\0\0\0", 16), 16);
+    close(fd);
+    vt_sha256_hex sha;
+    vt_sha256_buffer("VTTOPK\0\0\1\0\0\0\0\0\0\0", 16, &sha);
+    struct { int32_t k; int64_t positions; int32_t n_vocab; } bad[] = {
+        { 0, 0, 10 }, { -1, 0, 10 }, { 1, -1, 10 }, { 1, (int64_t)1 << 61, 10 }, { 1, 0, 0 }, { 1 << 21, 0, 10 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vt_topk_file f;
+        vt_error err;
+        cr_assert_eq(vt_topk_file_open(path, bad[i].k, bad[i].positions, bad[i].n_vocab, sha.hex, &f, &err),
+                     VT_EINPUT, "case %zu accepted", i);
+        cr_assert(strstr(err.msg, path) && strstr(err.msg, "expected k in 1..1048576"), "%s", err.msg);
+        cr_assert_eq(f.fd, -1);
+    }
+    unlink(path);
+}
