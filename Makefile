@@ -1,12 +1,12 @@
 # The two set-up commands of the README:
 #   make demo   bootstrap, build, and the main job on the embedded default
 #   make test   bootstrap, build, and every Criterion suite through ctest
-# CI (.ci/run) also runs: make release, make clang, make sanitize.
+# CI (.ci/run) also runs: make release, make clang, make sanitize, make fuzz.
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build test demo release clang sanitize clean
+.PHONY: all bootstrap build test demo release clang sanitize fuzz clean
 
 all: build
 
@@ -29,15 +29,24 @@ demo: build
 release:
 	$(MAKE) test BUILD=build-release CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Release"
 
-# Every suite built by clang, and its captures compared bit for bit with the
-# gcc build's (tests/test_builds.c; make test builds that one first).
+# Every suite built by clang (but the allocation-failure injection, which make
+# test runs), and its captures compared bit for bit with the gcc build's
+# (tests/test_builds.c; make test builds that one first).
 clang:
 	$(MAKE) build
-	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_C_COMPILER=clang -DVT_COMPARE_BIN=$(CURDIR)/build/vt"
+	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_C_COMPILER=clang -DVT_COMPARE_BIN=$(CURDIR)/build/vt -DVT_ALLOC_FAILURE_TESTS=OFF"
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of every suite (CI runs it).
 sanitize:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DVT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# libFuzzer on every parser (fuzz/): each target SECONDS seconds, two at a
+# time; CI runs it with SECONDS=60.
+SECONDS ?= 60
+fuzz: bootstrap
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DVT_FUZZ=ON -DVT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+	fuzz/run.sh build-fuzz $(SECONDS)
+
 clean:
-	rm -rf build build-release build-clang build-asan
+	rm -rf build build-release build-clang build-asan build-fuzz
