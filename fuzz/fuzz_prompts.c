@@ -1,23 +1,9 @@
 /* The prompt file parser (capture/prompts.h) over arbitrary bytes, with
  * Qwen's vocabulary for the text prompts and the id bound. */
+#define VT_FUZZ_WANTS_TOKENIZER
 #include "fuzz_util.h"
 
 #include "capture/prompts.h"
-#include "engine/tokenizer.h"
-
-static vt_tokenizer *tok;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    vt_error err;
-    tok = vt_tokenizer_open_file(VT_VOCAB_DIR "/ggml-vocab-qwen2.gguf", &err);
-    if (!tok) {
-        fprintf(stderr, "fuzz_prompts: %s\n", err.msg);
-        abort();
-    }
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -25,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_write(fz_path("p.jsonl", path, sizeof path), data, size);
     vt_prompt_set ps;
     vt_error err;
-    if (vt_prompts_read(path, tok, &ps, &err) != VT_OK)
+    if (vt_prompts_read(path, fz_tok, &ps, &err) != VT_OK)
         return 0;
     for (int i = 0; i < ps.n; i++)
         if (ps.items[i].n_tokens < 1 || !ps.items[i].id)

@@ -1,23 +1,9 @@
 /* The tokenizer (Qwen's vocabulary, as the models carry it) over arbitrary
  * bytes as text, with and without special tokens parsed, and the ids it
  * makes (and arbitrary ids) detokenized. */
+#define VT_FUZZ_WANTS_TOKENIZER
 #include "fuzz_util.h"
 
-#include "engine/tokenizer.h"
-
-static vt_tokenizer *tok;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    vt_error err;
-    tok = vt_tokenizer_open_file(VT_VOCAB_DIR "/ggml-vocab-qwen2.gguf", &err);
-    if (!tok) {
-        fprintf(stderr, "fuzz_tokenizer: %s\n", err.msg);
-        abort();
-    }
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,18 +18,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ids || !out)
         abort();
     vt_error err;
-    if (vt_tokenize(tok, text, len, 1, parse_special, ids, cap, &need, &err) == VT_OK) {
+    if (vt_tokenize(fz_tok, text, len, 1, parse_special, ids, cap, &need, &err) == VT_OK) {
         if (need > cap)
             abort();
         size_t got = 0;
-        vt_detokenize(tok, ids, need, out, 4 * len + 64, &got, &err);
+        vt_detokenize(fz_tok, ids, need, out, 4 * len + 64, &got, &err);
     }
     /* the bytes as ids too: any int32, in or out of the vocabulary */
     size_t n_ids = len / 4 < 16 ? len / 4 : 16;
     int32_t raw[16];
     memcpy(raw, text, n_ids * 4);
     size_t got = 0;
-    vt_detokenize(tok, raw, n_ids, out, 4 * len + 64, &got, &err);
+    vt_detokenize(fz_tok, raw, n_ids, out, 4 * len + 64, &got, &err);
     free(ids);
     free(out);
     return 0;

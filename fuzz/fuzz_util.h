@@ -69,4 +69,23 @@ FZ_UNUSED static void fz_write(const char *path, const void *data, size_t n)
     close(fd);
 }
 
+#ifdef VT_FUZZ_WANTS_TOKENIZER
+#include "engine/tokenizer.h"
+
+/* Qwen's vocabulary, as the models carry it: opened once per process. */
+static vt_tokenizer *fz_tok;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    vt_error err;
+    fz_tok = vt_tokenizer_open_file(VT_VOCAB_DIR "/ggml-vocab-qwen2.gguf", &err);
+    if (!fz_tok) {
+        fprintf(stderr, "%s\n", err.msg);
+        abort();
+    }
+    return 0;
+}
+#endif
+
 #endif
