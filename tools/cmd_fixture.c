@@ -82,7 +82,7 @@ int vt_cmd_fixture(int argc, char **argv)
     int quiet = 0, overwrite = 0;
     int rows_set = 0, cols_set = 0, threads_set = 0, outliers_set = 0;
     uint64_t seed = 1;
-    unsigned given = 0; /* valued options seen, one bit each: none may repeat */
+    vt_opt_seen seen = { .n = 0 }; /* valued options: none may repeat */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -106,20 +106,16 @@ int vt_cmd_fixture(int argc, char **argv)
         static const char *const valued[] = { "--preset", "-o", "--out", "--rows", "--cols", "--seed",
                                               "--arch", "--weights", "--vocab", "--threads",
                                               "--outlier-channels" };
-        size_t known = sizeof valued / sizeof valued[0];
+        int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            if (strcmp(a, valued[k]) == 0)
-                known = k;
-        if (known == sizeof valued / sizeof valued[0])
+            known |= strcmp(a, valued[k]) == 0;
+        if (!known)
             return bad(a, NULL, "one of --preset, --arch, --weights, --seed, --tied, --untied, --vocab, "
                        "--threads, --outlier-channels, --rows, --cols, -o, --overwrite, --quiet");
         if (i + 1 >= argc)
             return bad(a, NULL, "a value");
-        /* -o and --out are one option (bit 1) */
-        unsigned bit = 1u << (known == 2 ? 1 : known);
-        if (given & bit)
+        if (!vt_opt_once(&seen, a)) /* -o and --out are one option */
             return bad(a, NULL, "at most once");
-        given |= bit;
         const char *v = argv[++i];
         if (strcmp(a, "--preset") == 0)
             preset = v;
