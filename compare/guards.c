@@ -204,6 +204,30 @@ int vt_nt_runtime_difference(const vt_doc *a, const vt_doc *b, char *why, size_t
             return 1;
         }
     }
+    /* A server's runtime is the server: vt cannot hash what it runs, so
+     * its endpoint and what it said it serves (the served model and the
+     * file /props names: the first clause of the openai runner's detail)
+     * are its identity. Another server, or one serving another file, is
+     * another computation even with the same program on both sides. */
+    const cJSON *backend = jget(a->meta, "runtime.runner.backend");
+    if (cJSON_IsString(backend) && strcmp(backend->valuestring, "server") == 0) {
+        const cJSON *ua = jget(a->meta, "runtime.runner.library"), *ub = jget(b->meta, "runtime.runner.library");
+        if (!jequal(ua, ub)) {
+            char ta[200], tb[200];
+            jtext(ua, ta, sizeof ta);
+            jtext(ub, tb, sizeof tb);
+            snprintf(why, cap, "runtime.runner.library: %s %s, %s %s: another server", a->path, ta, b->path, tb);
+            return 1;
+        }
+        const cJSON *da = jget(a->meta, "runtime.runner.detail"), *db = jget(b->meta, "runtime.runner.detail");
+        const char *sa = cJSON_IsString(da) ? da->valuestring : "", *sb = cJSON_IsString(db) ? db->valuestring : "";
+        size_t la = strcspn(sa, ";"), lb = strcspn(sb, ";");
+        if (la != lb || memcmp(sa, sb, la) != 0) {
+            snprintf(why, cap, "runtime.runner.detail: %s '%.*s', %s '%.*s': the server serves another model", a->path,
+                     (int)(la > 300 ? 300 : la), sa, b->path, (int)(lb > 300 ? 300 : lb), sb);
+            return 1;
+        }
+    }
     /* The runner's library is one of the loaded objects: compared by its
      * bytes with them (its path may differ from one machine to another). */
     int na, nb;

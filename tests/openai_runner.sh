@@ -80,16 +80,35 @@ grep "^totals\|^scores told" t2.txt
 "$V" neartie --local oai.json --oracle lc.json --prefix-scores lc-on-oai.json > t3.txt 2>&1
 [ $? = 2 ] && grep -q "rule observed" t3.txt && ok "without --allow-unverified: refused" || fail "not refused without --allow-unverified"
 
-# Another model behind the same file name: its scores fail prompts.
+# Another model behind the same file name, on another port: its scores are
+# not the oracle's computation (rule scorer: another server), and taken
+# as if they were (the other server's identity written into the scores'
+# document and re-sealed, which anyone can do) they fail prompts.
 start_server other/tiny.gguf
 other=$url
 cap --runner openai --endpoint "$other" --cache-dtype f32 --score-prefix-of lc.json --out wrong-on-lc.json \
     || fail "scores by the other server"
 "$V" neartie --local lc.json --oracle oai.json --prefix-scores wrong-on-lc.json --allow-unverified > t4.txt 2>&1
 rc=$?
-grep "^totals" t4.txt
-[ $rc != 0 ] && ! grep -q " 0 failed;" t4.txt && ok "another model served: the comparison does not pass (rc $rc)" \
-    || fail "another model served: passed"
+[ $rc = 2 ] && grep -q "refused by rule scorer" t4.txt && grep -q "runtime.runner.library: oai.json $good, wrong-on-lc.json $other: another server" t4.txt \
+    && ok "another model served: refused: $(grep -m1 'runtime.runner' t4.txt)" || { cat t4.txt; fail "another model served: rc $rc"; }
+python3 - "$other" "$good" wrong-on-lc.json > forged-on-lc.json << 'PY' || fail "forging the scores' identity"
+import hashlib, sys
+t = open(sys.argv[3], "rb").read()
+for old, new in ((b'"library":"%s"' % sys.argv[1].encode(), b'"library":"%s"' % sys.argv[2].encode()),
+                 (b"served model 'other/tiny.gguf', server model_path other/tiny.gguf;",
+                  b"served model 'tiny.gguf', server model_path tiny.gguf;")):
+    assert t.count(old) == 1, old
+    t = t.replace(old, new)
+body = t[:-76] + b"}"  # ,"seal":"<64 hex>"}\n
+assert t[-76:-67] == b',"seal":"', t[-80:]
+sys.stdout.buffer.write(body[:-1] + b',"seal":"' + hashlib.sha256(body).hexdigest().encode() + b'"}\n')
+PY
+"$V" neartie --local lc.json --oracle oai.json --prefix-scores forged-on-lc.json --allow-unverified > t4b.txt 2>&1
+rc=$?
+grep "^totals" t4b.txt
+[ $rc = 1 ] && ! grep -q " 0 failed;" t4b.txt && ok "another model served, its identity forged: fails (rc 1)" \
+    || { cat t4b.txt; fail "another model served, forged identity: rc $rc"; }
 # /props names the file: one of another name is refused.
 "$V" capture --runner openai --endpoint "$good" --model renamed.gguf --prompts "$P" --out renamed.json \
     > /dev/null 2> renamed.err

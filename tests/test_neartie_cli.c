@@ -1060,6 +1060,7 @@ typedef struct guard_case {
     void (*change_files)(env *e);    /* the files, once written */
     const char *message;
     const char *allow;
+    const char *extra; /* vt-neartie's options for the run with the defect */
 } guard_case;
 
 static void g_same_file(env *e)
@@ -1156,6 +1157,24 @@ static void g_other_stream(cJSON *S)
 
 static void g_scorer_version(cJSON *S) { set_str(S, "runtime.runner.version", "2"); }
 
+/* An oracle captured from a server (--runner openai): its scores must come
+ * from that server, serving that file. */
+static void as_server(cJSON *doc, const char *endpoint, const char *model_path)
+{
+    cJSON *r = at(doc, "runtime.runner");
+    char detail[256];
+    snprintf(detail, sizeof detail, "served model 'tiny', server model_path %s; model file tiny.gguf attested by "
+             "the operator (--model), not verified", model_path);
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "name", cJSON_CreateString("openai"));
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "backend", cJSON_CreateString("server"));
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "device", cJSON_CreateString("server"));
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "library", cJSON_CreateString(endpoint));
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "detail", cJSON_CreateString(detail));
+}
+static void g_oracle_server(docs *d) { as_server(d->O, "http://127.0.0.1:8080", "tiny.gguf"); }
+static void g_scores_other_server(cJSON *S) { as_server(S, "http://127.0.0.1:8081", "tiny.gguf"); }
+static void g_scores_other_file(cJSON *S) { as_server(S, "http://127.0.0.1:8080", "other/tiny.gguf"); }
+
 static void g_scored_by_local(cJSON *S)
 {
     cJSON_ReplaceItemInObjectCaseSensitive(S, "runtime", runtime_json("engine"));
@@ -1190,47 +1209,52 @@ static void g_scores_repeats_differ(cJSON *S)
 }
 
 static const guard_case guard_cases[] = {
-    { "distinct", NULL, NULL, g_same_file, "the oracle O.json is the same file (device ", NULL },
-    { "distinct", NULL, NULL, g_copy, "the oracle O.json has the same seal (a copy of one capture)", NULL },
+    { "distinct", NULL, NULL, g_same_file, "the oracle O.json is the same file (device ", NULL, NULL },
+    { "distinct", NULL, NULL, g_copy, "the oracle O.json has the same seal (a copy of one capture)", NULL, NULL },
     { "distinct", g_same_computation, NULL, NULL, "the oracle O.json has the same runtime in depth (runner engine, "
-      "binary and every loaded object by sha256, package) and the same settings.resolved", NULL },
+      "binary and every loaded object by sha256, package) and the same settings.resolved", NULL, NULL },
     { "strict", g_not_strict, NULL, NULL, "L.json: refused by rule strict (1 reason): strict rule model: "
-      "model.problems[0]: model.gguf: sha256 differs: expected a model manifest that every model file matches", NULL },
+      "model.problems[0]: model.gguf: sha256 differs: expected a model manifest that every model file matches", NULL, NULL },
     { "runs", g_run_error, NULL, NULL, "runs[19] (prompt 3 'p03', repeat 1): status error (boom: out of memory): "
-      "expected every run ok", NULL },
+      "expected every run ok", NULL, NULL },
     { "determinism", g_repeats_differ, NULL, NULL, "runs[18] (prompt 2 'p02', repeat 1): differs from repeat 0 in tokens "
-      "at position 5: expected identical repeats", "determinism" },
+      "at position 5: expected identical repeats", "determinism", NULL },
     { "prompts", g_prompts, NULL, NULL, "prompts[3].id: L.json 'p03', O.json 'q03': expected the same prompt set",
-      NULL },
+      NULL, NULL },
     { "model", g_revision, NULL, NULL, "model.revision: L.json null, O.json 2fc06364: expected the same model revision "
-      "(or --allow-diff model.revision)", "model.revision" },
+      "(or --allow-diff model.revision)", "model.revision", NULL },
     { "model", g_gguf_name, NULL, NULL, "model.gguf.name: L.json null, O.json other: expected the same model (or "
-      "--allow-diff model.gguf)", "model.gguf" },
+      "--allow-diff model.gguf)", "model.gguf", NULL },
     { "vocabulary", g_vocab, NULL, NULL, "model.gguf.vocab_sha256: L.json 7777777777777777777777777777777777777777777777"
       "777777777777777777, O.json 8888888888888888888888888888888888888888888888888888888888888888: expected the same "
-      "vocabulary: token ids must mean the same in both (cannot be allowed)", NULL },
-    { "greedy", g_greedy, NULL, NULL, "settings.resolved.sampling.temperature: 0.7: expected 0 (greedy)", NULL },
+      "vocabulary: token ids must mean the same in both (cannot be allowed)", NULL, NULL },
+    { "greedy", g_greedy, NULL, NULL, "settings.resolved.sampling.temperature: 0.7: expected 0 (greedy)", NULL, NULL },
     { "repeats", g_repeat_counts, NULL, NULL, "settings.resolved.repetitions: L.json 10, O.json 11: expected equal "
-      "repeat counts (or --allow-diff repetitions)", "repetitions" },
+      "repeat counts (or --allow-diff repetitions)", "repetitions", NULL },
     { "compute", g_cache_dtype, NULL, NULL, "settings.resolved.cache_dtype: L.json fp8_e4m3, O.json f32: expected "
-      "equal: the comparison declares one cache dtype (or --allow-diff cache_dtype)", "cache_dtype" },
+      "equal: the comparison declares one cache dtype (or --allow-diff cache_dtype)", "cache_dtype", NULL },
     { "capacity", g_n_ctx, NULL, NULL, "settings.resolved.n_ctx: L.json 48, O.json 24: expected equal capacity (or "
-      "--allow-diff n_ctx)", "n_ctx" },
+      "--allow-diff n_ctx)", "n_ctx", NULL },
     { "settings", g_threads, NULL, NULL, "settings.resolved.threads: L.json 1, O.json 4: expected equal settings (or "
-      "--allow-diff threads)", "threads" },
+      "--allow-diff threads)", "threads", NULL },
     { "scores-runs", NULL, g_scores_run_error, NULL, "runs[5] (prompt 5 'p05', repeat 0): status error (scorer "
-      "crashed): expected every run ok", NULL },
+      "crashed): expected every run ok", NULL, NULL },
     { "binding", NULL, g_wrong_local_seal, NULL, "local.seal: dddddddddddddddddddddddddddddddddddddddddddddddd"
-      "dddddddddddddddd: expected ", NULL },
+      "dddddddddddddddd: expected ", NULL, NULL },
     { "binding", NULL, g_other_stream, NULL, "runs (prompt 4 'p04'): the scored tokens differ from L.json's repeat 0 "
-      "at position 9: expected that stream", NULL },
+      "at position 9: expected that stream", NULL, NULL },
     { "scorer", NULL, g_scorer_version, NULL, "runtime.runner.version: O.json 1, S.json 2: expected the oracle's "
-      "computation: its runtime in depth and its configuration", NULL },
+      "computation: its runtime in depth and its configuration", NULL, NULL },
+    { "scorer", g_oracle_server, g_scores_other_server, NULL, "runtime.runner.library: O.json http://127.0.0.1:8080, "
+      "S.json http://127.0.0.1:8081: another server: expected the oracle's computation", NULL, "--allow-unverified" },
+    { "scorer", g_oracle_server, g_scores_other_file, NULL, "runtime.runner.detail: O.json 'served model 'tiny', server "
+      "model_path tiny.gguf', S.json 'served model 'tiny', server model_path other/tiny.gguf': the server serves "
+      "another model: expected the oracle's computation", NULL, "--allow-unverified" },
     { "scorer-local", NULL, g_scored_by_local, NULL, "scored by the local capture L.json's own runtime and "
       "configuration: expected a scorer that is not the local capture's computation: such gaps are zero by "
-      "construction", NULL },
+      "construction", NULL, NULL },
     { "scores-determinism", NULL, g_scores_repeats_differ, NULL, "runs[16] (prompt 0 'p00', repeat 1): differs from repeat 0 "
-      "in argmax at position 2", "determinism" },
+      "in argmax at position 2", "determinism", NULL },
 };
 
 /* The parameter is the case's index: a test runs in a process of its own,
@@ -1263,7 +1287,7 @@ ParameterizedTest(int *k, guard, each_rule_refuses_its_defect_and_passes_without
     docs_write(&e, &d, c->change_scores);
     if (c->change_files)
         c->change_files(&e);
-    expect_refused(&e, neartie(&e, NULL), c->message);
+    expect_refused(&e, neartie(&e, c->extra), c->message);
     char named[96], first[96];
     snprintf(named, sizeof named, "rule %s", c->rule);
     snprintf(first, sizeof first, "refused by rule %s (", c->rule);
