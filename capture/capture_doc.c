@@ -4,6 +4,7 @@
  * distribution, an unresolved runtime) is recorded in the document; the
  * strict gate (strict.h) reads it there. */
 #include "capture_internal.h"
+#include "../common/vt_sort.h"
 
 #include "canonical_json.h"
 
@@ -214,7 +215,7 @@ cJSON *vt_capture_gguf_summary(const vt_gguf *g, const char *arch, int32_t n_voc
         const vt_codec *cd = t < VT_TYPE_COUNT ? vt_codec_by_type(t) : NULL;
         tc[n++] = (type_count){ cd ? cd->name : "unknown", counts[t] };
     }
-    qsort(tc, (size_t)n, sizeof tc[0], by_name);
+    vt_sort(tc, (size_t)n, sizeof tc[0], by_name);
     cJSON *types = cJSON_AddObjectToObject(o, "tensor_types");
     for (int i = 0; i < n; i++)
         add_num(types, tc[i].name, tc[i].n);
@@ -331,7 +332,7 @@ static cJSON *runtime_json(const vt_capture_identity *idn)
         cJSON *objs = cJSON_AddArrayToObject(o, "objects");
         for (int i = 0; i < id->n_objects; i++)
             sorted[i] = &id->objects[i];
-        qsort(sorted, (size_t)id->n_objects, sizeof *sorted, by_path);
+        vt_sort(sorted, (size_t)id->n_objects, sizeof *sorted, by_path);
         for (int i = 0; i < id->n_objects; i++) {
             cJSON *e = cJSON_CreateObject();
             add_str(e, "path", sorted[i]->path);
@@ -514,7 +515,7 @@ static cJSON *package_json(vt_capture *c, const vt_capture_identity *idn, vt_err
     add_str(o, "root", root);
     /* Relative to the root and sorted (mapping order follows load addresses). */
     if (n_loaded)
-        qsort(loaded, (size_t)n_loaded, sizeof *loaded, cmp_str);
+        vt_sort(loaded, (size_t)n_loaded, sizeof *loaded, cmp_str);
     cJSON *l = cJSON_AddArrayToObject(o, "loaded");
     for (int i = 0; i < n_loaded; i++)
         cJSON_AddItemToArray(l, cJSON_CreateString(loaded[i] + strlen(root) + 1));

@@ -1,5 +1,6 @@
 /* Prompt files (JSON Lines): format and refusals in prompts.h. */
 #include "prompts.h"
+#include "../common/vt_sort.h"
 
 #include "canonical_json.h"
 
@@ -177,7 +178,7 @@ static int check_unique_ids(const char *path, const vt_prompt_set *set, const lo
         return vt_error_set(err, VT_EINPUT, "%s: out of memory", path);
     for (int i = 0; i < set->n; i++)
         order[i] = (id_at){ set->items[i].id, i };
-    qsort(order, (size_t)set->n, sizeof *order, by_id_then_index);
+    vt_sort(order, (size_t)set->n, sizeof *order, by_id_then_index);
     int first = -1; /* the earliest prompt whose id an earlier one has */
     for (int k = 1; k < set->n; k++)
         if (strcmp(order[k].id, order[k - 1].id) == 0 && (first < 0 || order[k].index < first))

@@ -8,6 +8,7 @@
  * fault comes from scanning again to the n-th name or value, counted in
  * document order as both passes visit them. */
 #include "vt_json.h"
+#include "vt_sort.h"
 
 #include "vt_utf8.h"
 
@@ -388,7 +389,7 @@ static int tree_walk(const cJSON *v, size_t *token, char *path, size_t cap, tree
         path[plen] = '\0';
     }
     if (names) {
-        qsort(names, n, sizeof *names, cmp_named);
+        vt_sort(names, n, sizeof *names, cmp_named);
         for (size_t i = 0; i + 1 < n; i++)
             if (strcmp(names[i].name, names[i + 1].name) == 0)
                 tree_note(tf, names[i + 1].token, VT_JSON_DUPLICATE,

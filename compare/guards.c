@@ -1,6 +1,7 @@
 /* The guards of a near-tie comparison: one table of rules, at the end of
  * this file; what each checks, and the order, are in guards.h. */
 #include "guards.h"
+#include "../common/vt_sort.h"
 
 #include "../capture/canonical_json.h"
 #include "../capture/capture.h"
@@ -158,7 +159,7 @@ static const char **object_digests(const vt_doc *d, int *n)
         v[i++] = cJSON_IsString(s) ? s->valuestring : "";
     }
     if (v)
-        qsort(v, (size_t)i, sizeof *v, cmp_str);
+        vt_sort(v, (size_t)i, sizeof *v, cmp_str);
     *n = i;
     return v;
 }

@@ -1,5 +1,6 @@
 /* KL divergence and related metrics from full-logits side files: kld.h. */
 #include "kld.h"
+#include "../common/vt_sort.h"
 
 #include "../capture/logits_file.h"
 #include "../engine/runner.h"
@@ -138,7 +139,7 @@ void vt_kld_acc_finish(vt_kld_acc *a)
     if (k > 0) {
         m->available = 1;
         double *kl = a->kl;
-        qsort(kl, (size_t)k, sizeof *kl, cmp_double);
+        vt_sort(kl, (size_t)k, sizeof *kl, cmp_double);
         mean_unc(a->sum, a->sum2, k, &m->kld_mean, &m->kld_mean_unc);
         m->kld_median = k % 2 ? kl[k / 2] : 0.5 * (kl[k / 2 - 1] + kl[k / 2]);
         m->kld_p90 = percentile(kl, k, 0.90);

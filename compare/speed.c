@@ -1,5 +1,6 @@
 /* Runner speed side by side (speed.h). */
 #include "speed.h"
+#include "../common/vt_sort.h"
 
 #include "../engine/gguf_file.h"
 
@@ -37,7 +38,7 @@ vt_speed_stat vt_speed_stat_of(const double *v, int n)
     if (n > VT_SPEED_MAX_RUNS)
         n = VT_SPEED_MAX_RUNS;
     memcpy(sorted, v, (size_t)n * sizeof *v);
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    vt_sort(sorted, (size_t)n, sizeof *sorted, cmp_double);
     s.min = sorted[0];
     s.max = sorted[n - 1];
     s.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);

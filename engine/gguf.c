@@ -6,6 +6,7 @@
  * Integers are decoded from little-endian bytes explicitly, so neither host
  * byte order nor alignment of the mapping matters. */
 #include "gguf_file.h"
+#include "../common/vt_sort.h"
 #include "codec.h"
 #include "../common/vt_input.h"
 
@@ -208,7 +209,7 @@ static int check_no_overlap(parser *p, vt_gguf *g, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         if (g->ti[i].t.n_bytes) /* an empty tensor overlaps nothing */
             e[k++] = (extent){ g->ti[i].t.offset, g->ti[i].t.n_bytes, i };
-    qsort(e, k, sizeof *e, by_offset);
+    vt_sort(e, k, sizeof *e, by_offset);
     for (uint64_t i = 1; i < k; i++)
         if (e[i - 1].offset + e[i - 1].n_bytes > e[i].offset) {
             /* told at the later of the two in the file */

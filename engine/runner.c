@@ -1,6 +1,7 @@
 /* Generation, teacher-forced scoring and sampling, written once over the
  * runner table (runner.h): every runner's tokens come from this sampler. */
 #include "runner.h"
+#include "../common/vt_sort.h"
 
 #include "../common/vt_rng.h"
 
@@ -218,7 +219,7 @@ static int32_t sample(vt_runner *r, const float *logits, vt_rng *rng)
      * used from one thread each, and this file-scope pointer is only read
      * during this call. */
     sort_logits = logits;
-    qsort(r->cand, (size_t)n, sizeof *r->cand, by_logit_desc);
+    vt_sort(r->cand, (size_t)n, sizeof *r->cand, by_logit_desc);
     int32_t k = n;
     if (sp->top_k > 0 && sp->top_k < k)
         k = sp->top_k;

@@ -1,5 +1,6 @@
 /* safetensors writer and reader (safetensors.h). */
 #include "safetensors.h"
+#include "../common/vt_sort.h"
 
 #include "../common/vt_publish.h"
 #include "../common/vt_utf8.h"
@@ -120,7 +121,7 @@ static int build_header(vt_st_writer *w)
 {
     if (w->header)
         return VT_OK;
-    qsort(w->items, (size_t)w->n, sizeof *w->items, by_name);
+    vt_sort(w->items, (size_t)w->n, sizeof *w->items, by_name);
     cJSON *root = cJSON_CreateObject(), *meta = cJSON_CreateObject();
     int ok = root && meta;
     int nm = cJSON_GetArraySize(w->meta);
@@ -130,7 +131,7 @@ static int build_header(vt_st_writer *w)
     for (cJSON *m = w->meta ? w->meta->child : NULL; ok && m; m = m->next)
         keys[k++] = m;
     if (ok)
-        qsort(keys, (size_t)k, sizeof *keys, by_key);
+        vt_sort(keys, (size_t)k, sizeof *keys, by_key);
     for (int i = 0; ok && i < k; i++)
         ok = cJSON_AddStringToObject(meta, keys[i]->string, keys[i]->valuestring) != NULL;
     free(keys);
@@ -372,7 +373,7 @@ vt_st_file *vt_st_open_memory(const void *data, size_t size, const char *name, v
             rc = vt_error_set(err, VT_EINPUT, "%s: out of memory", name);
         else {
             memcpy(s, f->t, (size_t)f->n * sizeof *s);
-            qsort(s, (size_t)f->n, sizeof *s, by_begin);
+            vt_sort(s, (size_t)f->n, sizeof *s, by_begin);
             uint64_t at = 0;
             for (int i = 0; !rc && i < f->n; i++) {
                 if (s[i].begin != at)

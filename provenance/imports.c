@@ -14,6 +14,7 @@
  * runtime, never counted as verified. A required package of which no
  * module was imported is a problem too. */
 #include "prov_internal.h"
+#include "../common/vt_sort.h"
 #include "../common/vt_input.h"
 #include "provenance.h"
 
@@ -341,7 +342,7 @@ int vt_imports_verify(const char *path, vt_imports_report *out, vt_error *err)
             rc = read_site(real_sites[s], &recs, &n_recs, &cap, &dists, &n_dists, &problems, err);
     }
     if (!rc)
-        qsort(recs, (size_t)n_recs, sizeof *recs, cmp_rec);
+        vt_sort(recs, (size_t)n_recs, sizeof *recs, cmp_rec);
     for (int i = 1; !rc && i < n_recs; i++)
         if (strcmp(recs[i].path, recs[i - 1].path) == 0 && recs[i].dist != recs[i - 1].dist)
             vt_lines_addf(&problems, "%s: listed by both %s and %s: expected one owner", recs[i].path,

@@ -4,6 +4,7 @@
  * against the lock file's sha512 integrity, and the shared objects a process
  * loaded from the unpacked package against the tarball members. */
 #include "prov_internal.h"
+#include "../common/vt_sort.h"
 #include "../common/vt_input.h"
 
 #include "../common/vt_json.h"
@@ -277,7 +278,7 @@ static rec_entry *record_entries(const vt_record_row *rows, int n)
             e->size_bad = !vt_parse_u64(rows[i].size, &e->size);
         }
     }
-    qsort(r, (size_t)n, sizeof *r, cmp_rec);
+    vt_sort(r, (size_t)n, sizeof *r, cmp_rec);
     return r;
 }
 
@@ -523,7 +524,7 @@ static int read_members(const char *path, const char *distinfo, rec_entry *rec, 
         free_members(m, n);
         return rc;
     }
-    qsort(m, (size_t)n, sizeof *m, cmp_member);
+    vt_sort(m, (size_t)n, sizeof *m, cmp_member);
     *out = m;
     *n_out = n;
     return VT_OK;
@@ -752,7 +753,7 @@ static void walk_tree(walk *w, const char *top)
                 nn++;
         }
         if (nn) /* names is NULL for an empty directory */
-            qsort(names, nn, sizeof *names, cmp_str);
+            vt_sort(names, nn, sizeof *names, cmp_str);
         size_t first_dir = n; /* subdirectories pushed here, then reversed */
         for (size_t i = 0; i < nn && !oom; i++) {
             char *child = vt_prov_join(rel, names[i]);
@@ -1060,7 +1061,7 @@ static void check_installed(const char *dir, const char *distinfo, member *m, in
     /* Directories this distribution owns: its dist-info and each regular
      * package (an __init__.py it installed). Namespace directories may be
      * shared with other distributions and are not walked. */
-    qsort(keys, (size_t)n_keys, sizeof *keys, cmp_str);
+    vt_sort(keys, (size_t)n_keys, sizeof *keys, cmp_str);
     int root_fd;
     vt_error derr;
     if (vt_input_opendir(dir, NULL, &root_fd, &derr))
@@ -1379,7 +1380,7 @@ int vt_package_verify_npm(const char *tarball_path, const char *lock_path, const
                     lo[i].size = ld[i].size;
                 }
             }
-            qsort(lo, (size_t)n_loaded, sizeof *lo, cmp_loaded);
+            vt_sort(lo, (size_t)n_loaded, sizeof *lo, cmp_loaded);
         }
         free(ld);
         free(st);

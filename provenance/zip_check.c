@@ -24,6 +24,7 @@
  *     members sharing bytes.
  * ZIP64 records and extra fields are read where the 32-bit fields say so. */
 #include "prov_internal.h"
+#include "../common/vt_sort.h"
 #include "../common/vt_input.h"
 
 #include <errno.h>
@@ -476,7 +477,7 @@ int vt_prov_zip_check(const char *path, vt_lines *pr, vt_error *err)
     int known = 1;
     for (uint64_t i = 0; i < n_total; i++)
         known &= ents[i].offset != UINT64_MAX && ents[i].end != 0;
-    qsort(by_off, (size_t)n_total, sizeof *by_off, cmp_offset);
+    vt_sort(by_off, (size_t)n_total, sizeof *by_off, cmp_offset);
     uint64_t at = 0;
     const zentry *prev = NULL;
     for (uint64_t i = 0; known && i < n_total; i++) {
