@@ -545,9 +545,13 @@ q4_0_group(const uint8_t *pw, int64_t nb, const uint8_t *xw, size_t xs, int64_t 
             const uint8_t *blk = xw + (size_t)(tok / 2) * xs + (size_t)b * VT_WIDE_PAIR_BYTES;
             const int s = (int)(tok % 2);
             const uint8_t *qx = blk + 32 * s;
-            __m512i sum = bcast32(blk + 136 + 4 * s);
-            for (int k = 0; k < 8; k++)
-                sum = _mm512_dpbusd_epi32(sum, wv[k], bcast32(qx + 4 * k));
+            /* two chains of four: integer sums, the same in any order */
+            __m512i s0 = bcast32(blk + 136 + 4 * s), s1 = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k += 2) {
+                s0 = _mm512_dpbusd_epi32(s0, wv[k], bcast32(qx + 4 * k));
+                s1 = _mm512_dpbusd_epi32(s1, wv[k + 1], bcast32(qx + 4 * k + 4));
+            }
+            const __m512i sum = _mm512_add_epi32(s0, s1);
             const __m512 dx = _mm512_castsi512_ps(bcast32(blk + 128 + 4 * s));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, dx), acc[t]);
         }
