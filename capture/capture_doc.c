@@ -514,8 +514,7 @@ static cJSON *package_json(vt_capture *c, const vt_capture_identity *idn, vt_err
     add_str(o, "computed_integrity", rep.computed_integrity);
     add_str(o, "root", root);
     /* Relative to the root and sorted (mapping order follows load addresses). */
-    if (n_loaded)
-        vt_sort(loaded, (size_t)n_loaded, sizeof *loaded, cmp_str);
+    vt_sort(loaded, (size_t)n_loaded, sizeof *loaded, cmp_str);
     cJSON *l = cJSON_AddArrayToObject(o, "loaded");
     for (int i = 0; i < n_loaded; i++)
         cJSON_AddItemToArray(l, cJSON_CreateString(loaded[i] + strlen(root) + 1));

@@ -300,10 +300,11 @@ static uint8_t *alloc_weights(size_t n)
     const size_t huge = (size_t)2 << 20;
     if (n > SIZE_MAX - huge)
         return NULL;
-    uint8_t *p = aligned_alloc(huge, (n + huge - 1) / huge * huge);
+    const size_t bytes = (n + huge - 1) / huge * huge;
+    uint8_t *p = aligned_alloc(huge, bytes);
 #ifdef MADV_HUGEPAGE
     if (p)
-        (void)madvise(p, (n + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: refused is fine */
+        (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: refused is fine */
 #endif
     return p;
 }
@@ -322,12 +323,12 @@ int vt_cpu_pack(vt_cpu *c, vt_mat *m, const char *file, vt_error *err)
         return VT_OK;
     uint8_t **grown = realloc(c->packs, (c->n_packs + 1) * sizeof *grown);
     if (!grown)
-        return vt_error_set(err, VT_EINPUT, "%s: out of memory for the repacked weights", file);
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory for the weights' list", file);
     c->packs = grown;
     const size_t n = vt_int_packed_bytes(m, m->rows);
     uint8_t *p = alloc_weights(n);
     if (!p)
-        return vt_error_set(err, VT_EINPUT, "%s: out of memory for %zu bytes of repacked weights", file, n);
+        return vt_error_set(err, VT_EINPUT, "%s: out of memory for %zu bytes of weights (repacked, or copied into huge pages)", file, n);
     c->packs[c->n_packs++] = p;
     if (place) {
         memcpy(p, m->data, n);

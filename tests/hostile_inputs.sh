@@ -159,16 +159,7 @@ probe run-plugin $all "$H/p.so" "$vt" run --runner plugin:@H@ --model t.gguf --p
 # ---- names inside a capture: re-sealed (as anyone can), refused before reading
 # forge NAME: e.json with logits_file.name set to NAME, its seal recomputed
 forge() {
-    python3 - "$1" > forged/e.json << 'EOF'
-import hashlib, sys
-t = open("e.json", "rb").read()
-old = b'"name":"e.logits"'
-assert t.count(old) == 1, "no logits_file name"
-t = t.replace(old, b'"name":' + ('"%s"' % sys.argv[1]).encode())
-body = t[:-76] + b"}"  # ,"seal":"<64 hex>"}\n
-seal = hashlib.sha256(body).hexdigest().encode()
-sys.stdout.buffer.write(t[:-76] + b',"seal":"' + seal + b'"}\n')
-EOF
+    python3 "$src/tests/support/reseal.py" e.json forged/e.json '"name":"e.logits"' "\"name\":\"$1\""
 }
 mkdir -p forged && cp e.topk forged/ && echo secret > forged/x && mkfifo forged/fifo
 for name in "../x" "/etc/passwd" "sub/x" ".." 'e\u001b[31m.logits' "fifo"; do

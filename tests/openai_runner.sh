@@ -92,18 +92,10 @@ cap --runner openai --endpoint "$other" --cache-dtype f32 --score-prefix-of lc.j
 rc=$?
 [ $rc = 2 ] && grep -q "refused by rule scorer" t4.txt && grep -q "runtime.runner.library: oai.json $good, wrong-on-lc.json $other: another server" t4.txt \
     && ok "another model served: refused: $(grep -m1 'runtime.runner' t4.txt)" || { cat t4.txt; fail "another model served: rc $rc"; }
-python3 - "$other" "$good" wrong-on-lc.json > forged-on-lc.json << 'PY' || fail "forging the scores' identity"
-import hashlib, sys
-t = open(sys.argv[3], "rb").read()
-for old, new in ((b'"library":"%s"' % sys.argv[1].encode(), b'"library":"%s"' % sys.argv[2].encode()),
-                 (b"served model 'other/tiny.gguf', server model_path other/tiny.gguf;",
-                  b"served model 'tiny.gguf', server model_path tiny.gguf;")):
-    assert t.count(old) == 1, old
-    t = t.replace(old, new)
-body = t[:-76] + b"}"  # ,"seal":"<64 hex>"}\n
-assert t[-76:-67] == b',"seal":"', t[-80:]
-sys.stdout.buffer.write(body[:-1] + b',"seal":"' + hashlib.sha256(body).hexdigest().encode() + b'"}\n')
-PY
+python3 "$src/tests/support/reseal.py" wrong-on-lc.json forged-on-lc.json \
+    "\"library\":\"$other\"" "\"library\":\"$good\"" \
+    "served model 'other/tiny.gguf', server model_path other/tiny.gguf;" \
+    "served model 'tiny.gguf', server model_path tiny.gguf;" || fail "forging the scores' identity"
 "$V" neartie --local lc.json --oracle oai.json --prefix-scores forged-on-lc.json --allow-unverified > t4b.txt 2>&1
 rc=$?
 grep "^totals" t4b.txt

@@ -779,10 +779,12 @@ Test(determinism, repeated_evals_are_bit_identical)
 }
 
 /* Threads, batch sizes and eager mode change who computes what and when,
- * never how: logits are bit-identical (measured and asserted). */
-Test(determinism, threads_batches_and_eager_are_bit_identical)
+ * never how: logits are bit-identical (measured and asserted). Q4_K is
+ * repacked at load; BF16 is copied into huge pages in production only, so
+ * eager reads the file's bytes and production the copy. */
+static void threads_batches_and_eager(int type)
 {
-    spec sp = tiny_quant(VT_TYPE_Q4_K);
+    spec sp = tiny_quant(type);
     const char *path = make_model(&sp);
     int32_t tok[N_TOK];
     prompt(tok, N_TOK, sp.n_vocab, 9);
@@ -802,13 +804,19 @@ Test(determinism, threads_batches_and_eager_are_bit_identical)
             s.mode = v[i].eager ? VT_MODE_EAGER : VT_MODE_PRODUCTION;
             float *got = run_settings(&s, tok, N_TOK);
             cr_assert_eq(memcmp(base, got, n * sizeof(float)), 0,
-                         "matmul %d, threads %d, batch %d, eager %d: max diff %g", mm,
-                         v[i].threads, v[i].batch, v[i].eager, max_abs_diff(base, got, n));
+                         "%s, matmul %d, threads %d, batch %d, eager %d: max diff %g", vt_codec_by_type(type)->name,
+                         mm, v[i].threads, v[i].batch, v[i].eager, max_abs_diff(base, got, n));
             free(got);
         }
         free(base);
     }
     unlink(path);
+}
+
+Test(determinism, threads_batches_and_eager_are_bit_identical)
+{
+    threads_batches_and_eager(VT_TYPE_Q4_K);
+    threads_batches_and_eager(VT_TYPE_BF16);
 }
 
 /* Token by token with last-position logits equals one pass with all logits. */
