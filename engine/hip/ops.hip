@@ -63,6 +63,7 @@ struct vt_gpu {
     uint64_t launches, copies; /* host launches, host<->device copies: the benchmark's counts */
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* products launched early (CUDA, compute 9+; VT_GPU_PDL=0: not) */
+    int mv1;                   /* one-token Q8_0 products by k_mv1_q8_0 (VT_GPU_MV1=0: by k_matvec_int) */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
@@ -243,6 +244,8 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     hipDeviceProp_t prop;
     const char *pdl = getenv("VT_GPU_PDL");
     g->pdl = hipGetDeviceProperties(&prop, device) == hipSuccess && prop.major >= 9 && !(pdl && !strcmp(pdl, "0"));
+    const char *mv1 = getenv("VT_GPU_MV1");
+    g->mv1 = !(mv1 && !strcmp(mv1, "0"));
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
     if (e != hipSuccess) {
@@ -1158,6 +1161,136 @@ __global__ static void k_matvec_int(mv_parts parts, size_t row_bytes, int64_t nb
     }
 }
 
+/* The decode step's Q8_0 product (one token): R rows a block of
+ * MV1_THREADS, row_q8_0's arithmetic spread over the whole block, so that
+ * no thread carries a long chain of loads and shuffles (k_matvec_int's
+ * warp a row was bound by that latency, in two waves). In shared memory:
+ *   1. the block's R rows, copied before the kernel ahead is waited for;
+ *   2. the activation quantized once (warp_q8_0_block's arithmetic, four
+ *      threads a block of 32): its int8 values, and each block's scale as
+ *      the float its f16 bits read back as;
+ *   3. for every (row, block b, four-element group m) the integer sum
+ *      s[b][m], four a thread, and for every (row, b) the product of the
+ *      two scales;
+ *   4. accumulator m of a row: its chain fma(d[b], s[b][m], acc) over the
+ *      blocks in order by one thread (vt_dot_q8_0's order), then the
+ *      eight added by vt_hsum8 as before. The same bits as row_q8_0. */
+#define MV1_THREADS 256
+
+static size_t mv1_shm(int R, size_t row_bytes, int64_t cols, int64_t nb)
+{
+    return (size_t)R * row_bytes + (size_t)cols + (size_t)nb * 4 + (size_t)R * (size_t)nb * 4 * (1 + 8);
+}
+
+template <int R>
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+{
+    extern __shared__ uint4 mv1_words[];
+    uint8_t *rows = (uint8_t *)mv1_words;
+    int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
+    int *ss = (int *)(xq + nb * 32);
+    float *xd = (float *)(ss + (int64_t)R * nb * 8);
+    float *sd = xd + nb;
+    const int tid = threadIdx.x;
+    const int64_t row0 = (int64_t)blockIdx.x * R;
+    const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
+
+    /* 1. the rows, eight loads a thread in flight before their stores */
+    for (unsigned k0 = 0; k0 < n_words; k0 += 8 * MV1_THREADS) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const unsigned k = k0 + (unsigned)u * MV1_THREADS + (unsigned)tid;
+            v[u] = make_uint4(0, 0, 0, 0);
+            if (k < n_words) {
+                int64_t o = row0 + (int64_t)(k / words), ldy;
+                float *y;
+                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
+                if (d)
+                    v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const unsigned k = k0 + (unsigned)u * MV1_THREADS + (unsigned)tid;
+            if (k < n_words)
+                ((uint4 *)rows)[k] = v[u];
+        }
+    }
+    GRID_WAIT(); /* x is the kernel ahead's output */
+
+    /* 2. the activation: thread 4b + q takes elements 8q .. 8q + 7 of block b */
+    for (int64_t i0 = 0; i0 < nb * 4; i0 += MV1_THREADS) {
+        const int64_t i = i0 + tid, b = i >> 2;
+        const int q = (int)(i & 3);
+        const bool ok = i < nb * 4;
+        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), c = a;
+        if (ok) {
+            a = ((const float4 *)(x + b * 32 + 8 * q))[0];
+            c = ((const float4 *)(x + b * 32 + 8 * q))[1];
+        }
+        const float v[8] = { a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w };
+        float amax = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            amax = fmaxf(amax, fabsf(v[k]));
+        amax = fmaxf(amax, SHFL_XOR(amax, 1, 32));
+        amax = fmaxf(amax, SHFL_XOR(amax, 2, 32));
+        if (ok) {
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            uint32_t w[2] = { 0, 0 };
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                w[k >> 2] |= (uint32_t)(uint8_t)(int8_t)nearbyintf(v[k] * id) << (8 * (k & 3));
+            *(uint2 *)(xq + b * 32 + 8 * q) = make_uint2(w[0], w[1]);
+            if (q == 0)
+                xd[b] = vt_half_bits_to_f32(vt_f32_to_f16_bits(amax / 127.0f));
+        }
+    }
+    __syncthreads();
+
+    /* 3. the integer sums and the scale products: thread (row, block, h)
+     *    takes groups 4h .. 4h + 3 (the block's bytes are only 2-aligned) */
+    for (int i = tid; i < R * (int)nb * 2; i += MV1_THREADS) {
+        const int h = i & 1, rb = i >> 1, r = rb / (int)nb, b = rb - r * (int)nb;
+        const uint8_t *w = rows + (size_t)r * row_bytes + (size_t)b * VT_Q8_0_BYTES;
+        const int4 xv = *(const int4 *)(xq + b * 32 + 16 * h);
+        const uint8_t *wq = w + 2 + 16 * h;
+        int4 sv;
+        sv.x = dot4_i8(rd32_a2(wq), xv.x, 0);
+        sv.y = dot4_i8(rd32_a2(wq + 4), xv.y, 0);
+        sv.z = dot4_i8(rd32_a2(wq + 8), xv.z, 0);
+        sv.w = dot4_i8(rd32_a2(wq + 12), xv.w, 0);
+        *(int4 *)(ss + (size_t)rb * 8 + 4 * h) = sv;
+        if (h == 0)
+            sd[rb] = vt_half_bits_to_f32(*(const uint16_t *)w) * xd[b];
+    }
+    __syncthreads();
+
+    /* 4. the eight chains of each row, then their sum */
+    if (tid < ((R * 8 + 31) & ~31)) {
+        const int r = tid >> 3, m = tid & 7;
+        float acc = 0.0f;
+        if (r < R) {
+            const float *d = sd + (int64_t)r * nb;
+            const int *s = ss + (int64_t)r * nb * 8 + m;
+#pragma unroll 8
+            for (int64_t b = 0; b < nb; b++)
+                acc = fmaf(d[b], (float)s[8 * b], acc);
+        }
+        float a[8];
+        const int lane = tid & 31;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            a[k] = SHFL(acc, (lane & ~7) + k, 32);
+        int64_t o = row0 + r, ldy;
+        float *y;
+        if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
+            y[o] = vt_hsum8(a);
+    }
+}
+
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
  * k_rmsnorm in one launch (the same operations, so the same bits). */
 __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
@@ -1880,6 +2013,23 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const unsigned blocks = (unsigned)((rows + (int64_t)warps * rpw - 1) / ((int64_t)warps * rpw));
     const size_t xspan = int_matvec_xspan(xrow, n_tok), shm = xspan + (size_t)warps * w->row_bytes;
     const int64_t nb = w->cols / c->block_elems;
+    if (w->type == VT_TYPE_Q8_0 && n_tok == 1 && g->mv1 && ((uintptr_t)x & 15) == 0) {
+        /* one token: k_mv1_q8_0, eight rows a block where there are many, else two (more blocks, so the
+         * smaller matrices still reach every multiprocessor) */
+        const int R = rows > 65536 ? 16 : rows >= 4096 ? 8 : 2; /* 16: the output head */
+        const size_t shm1 = mv1_shm(R, w->row_bytes, w->cols, nb);
+        if (shm1 <= 48 * 1024) {
+            const unsigned blocks1 = (unsigned)((rows + R - 1) / R);
+            if (R == 16)
+                return launch_product(g, k_mv1_q8_0<16>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
+                                      w->row_bytes, nb, x, rows);
+            if (R == 8)
+                return launch_product(g, k_mv1_q8_0<8>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
+                                      w->row_bytes, nb, x, rows);
+            return launch_product(g, k_mv1_q8_0<2>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
+                                  w->row_bytes, nb, x, rows);
+        }
+    }
     if (w->type == VT_TYPE_Q4_K)
         return launch_product(g, k_matvec_int<VT_TYPE_Q4_K>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
                               w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
