@@ -78,7 +78,8 @@ static int bench_model(const char *path, int32_t threads, int32_t p, int32_t g, 
     s.mode = VT_MODE_PRODUCTION;
     s.n_threads = threads;
     static vt_speed_result r;
-    int rc = vt_speed_compare(vt_runner_find("engine"), vt_runner_find("llamacpp"), &s, p, g, repeats, &r, &err);
+    int rc = vt_speed_compare(vt_runner_find("engine"), vt_runner_find("llamacpp"), &s, p, g, repeats, NULL, &r,
+                              &err);
     if (rc != VT_OK) {
         fprintf(stderr, "engine_bench: %s: %s\n", path, err.msg);
         return rc;

@@ -187,7 +187,7 @@ static int side_time(side_run *sr, vt_speed_side *sd, const int32_t *prompt, int
 }
 
 int vt_speed_compare(const vt_runner_ops *a, const vt_runner_ops *b, const vt_runner_settings *s, int32_t p,
-                     int32_t g, int runs, vt_speed_result *out, vt_error *err)
+                     int32_t g, int runs, const vt_speed_probe *probe, vt_speed_result *out, vt_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!a || !b || !s || !s->model_path)
@@ -233,13 +233,17 @@ int vt_speed_compare(const vt_runner_ops *a, const vt_runner_ops *b, const vt_ru
     }
     for (int k = 0; k < 2 && rc == VT_OK; k++)
         rc = side_time(&sr[k], &out->side[k], prompt, p, g, -1, err);
-    for (int r = 0; r < runs && rc == VT_OK; r++)
+    for (int r = 0; r < runs && rc == VT_OK; r++) {
+        if (probe)
+            rc = vt_speed_read_bandwidth(probe->n_threads, probe->bytes, probe->passes, &out->read_bw[r], err);
         for (int i = 0; i < 2 && rc == VT_OK; i++) {
             const int k = r % 2 ? 1 - i : i;
             rc = side_time(&sr[k], &out->side[k], prompt, p, g, r, err);
         }
+    }
     if (rc != VT_OK)
         goto out;
+    out->read_bw_stat = vt_speed_stat_of(out->read_bw, runs);
     for (int k = 0; k < 2; k++) {
         out->side[k].prefill_stat = vt_speed_stat_of(out->side[k].prefill, runs);
         out->side[k].decode_stat = vt_speed_stat_of(out->side[k].decode, runs);

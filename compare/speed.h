@@ -41,6 +41,10 @@ typedef struct vt_speed_side {
 
 typedef struct vt_speed_result {
     int runs;
+    /* the read bandwidth measured just before each alternated pair of runs
+     * (vt_speed_probe; 0 when none was asked for), and its median */
+    double read_bw[VT_SPEED_MAX_RUNS];
+    vt_speed_stat read_bw_stat;
     int32_t prefill_tokens, decode_tokens, n_vocab;
     vt_speed_side side[2];
     /* engine / anchor per run (adjacent in time), and their medians */
@@ -49,12 +53,24 @@ typedef struct vt_speed_result {
     int32_t greedy_agree, first_difference; /* the last run's tokens; -1: none differ */
 } vt_speed_result;
 
+/* The read bandwidth next to each run: n_threads threads, `passes` passes
+ * over `bytes` (vt_speed_read_bandwidth), before each alternated pair. A
+ * shared machine's bandwidth moves between runs (seen here: 32 and 55 GB/s
+ * minutes apart within one vt bench), so a run is held against what the
+ * machine gave just then. */
+typedef struct vt_speed_probe {
+    int n_threads;
+    size_t bytes;
+    int passes;
+} vt_speed_probe;
+
 /* Open runner a and runner b with s (model, threads, mode...; n_ctx and
  * n_batch are set here from p and g), warm each up, then time `runs` runs
- * alternately. VT_EINPUT for bad arguments or a runner that cannot open;
+ * alternately, measuring the read bandwidth before each pair when probe is
+ * not NULL. VT_EINPUT for bad arguments or a runner that cannot open;
  * VT_ECHECK if the two runners' vocabularies differ. */
 int vt_speed_compare(const vt_runner_ops *a, const vt_runner_ops *b, const vt_runner_settings *s, int32_t p,
-                     int32_t g, int runs, vt_speed_result *out, vt_error *err);
+                     int32_t g, int runs, const vt_speed_probe *probe, vt_speed_result *out, vt_error *err);
 
 /* The read bandwidth n_threads threads get from memory: each reads its
  * slice of a buffer of `bytes` (far beyond the last-level cache), `passes`

@@ -205,6 +205,12 @@ drop(cap1["model"]["gguf"], "vocab_sha256")
 drop(cap1["model"], "problems")
 drop(cap1["runtime"]["runner"], "device")
 save(cap1, "derived/capture-v1.json")
+bench1 = load("out/bench.json")                     # vt.bench/1: one bandwidth for the command
+bench1["format"] = "vt.bench/1"
+drop(bench1["decode_limit"], "read_bytes_per_s_runs", "read_bytes_per_s_before", "read_bytes_per_s_after")
+for r in bench1["runners"]:
+    drop(r, "decode_fraction_of_limit_runs")
+save(bench1, "derived/bench-v1.json")
 ps3 = load("out/scores-replay.json")
 ps4 = copy.deepcopy(ps3)                            # vt.prefix-scores/4: runs[].bound
 ps4["schema"] = "vt.prefix-scores/4"
@@ -280,7 +286,9 @@ M = [
     ("vt.runtime-identity/1", "out/identity.json", SET, ["binary", "sha256"], "abc"),
     ("vt.imports/1", "out/imports.json", SET, ["modules", 0, "path"], "relative/path.py"),
     ("vt.token-check/1", "out/export/vt_tokens.json", SET, ["prompts", 0, "ids", 0], -1),
-    ("vt.bench/1", "out/bench.json", SET, ["runners", 0, "unknown_member"], True),
+    ("vt.bench/2", "out/bench.json", SET, ["runners", 0, "unknown_member"], True),
+    ("vt.bench/2", "out/bench.json", DEL, ["decode_limit", "read_bytes_per_s_runs"], None),
+    ("vt.bench/1", "derived/bench-v1.json", SET, ["decode_limit", "read_bytes_per_s_runs"], {}),
     ("vt.op-check/1", "out/op-check.json", SET, ["results", 0, "layout"], "tiled"),
     ("vt.gguf-info/1", "out/gguf-info.json", DEL, ["tensors"], None),
     ("vt.run/1", "out/run-generate.json", SET, ["positions", 0, "logprob"], 0.5),

@@ -100,7 +100,7 @@ Test(bench, measures_both_runners_and_the_bandwidth_limit, .init = setup, .fini 
     cr_assert_eq(rc, 0, "%s", E.cmd_err);
     cJSON *j = cJSON_Parse(E.cmd_out);
     cr_assert_not_null(j, "%s", E.cmd_out);
-    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "format")->valuestring, "vt.bench/1");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "format")->valuestring, "vt.bench/2");
     cr_assert(num(j, "prefill_tokens") == 8 && num(j, "decode_tokens") == 3 && num(j, "runs") == 3);
     const cJSON *runners = cJSON_GetObjectItemCaseSensitive(j, "runners");
     cr_assert_eq(cJSON_GetArraySize(runners), 2);
@@ -136,17 +136,32 @@ Test(bench, measures_both_runners_and_the_bandwidth_limit, .init = setup, .fini 
             cr_assert(fabs(got - want) <= 1e-12 * want, "%s run %d: %a, expected %a", phase, i, got, want);
         }
     }
-    /* the limit: the model's weight bytes over the measured bandwidth */
+    /* the limit: the model's weight bytes over the bandwidth measured next
+     * to the runs (one reading a run, their median); each run's fraction is
+     * its decode over the limit of its own reading */
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(j, "decode_limit");
     struct stat st;
     cr_assert_eq(stat(E.model, &st), 0);
     const double wb = num(lim, "weight_bytes_per_token");
     cr_assert(wb > 0.5 * (double)st.st_size && wb <= (double)st.st_size, "%g of %lld", wb, (long long)st.st_size);
-    cr_assert(num(lim, "read_bytes_per_s") > 0);
+    const cJSON *bwr = cJSON_GetObjectItemCaseSensitive(lim, "read_bytes_per_s_runs");
+    check_stat(bwr, 3);
+    cr_assert(num(lim, "read_bytes_per_s") == num(bwr, "median"));
+    cr_assert(num(lim, "read_bytes_per_s_before") > 0 && num(lim, "read_bytes_per_s_after") > 0);
     cr_assert(fabs(num(lim, "tok_s") - num(lim, "read_bytes_per_s") / wb) <= 1e-9 * num(lim, "tok_s"));
-    for (int k = 0; k < 2; k++)
-        cr_assert(fabs(num(cJSON_GetArrayItem(runners, k), "decode_fraction_of_limit") - decode[k] / num(lim, "tok_s")) <=
-                  1e-9 * decode[k]);
+    for (int k = 0; k < 2; k++) {
+        const cJSON *r = cJSON_GetArrayItem(runners, k);
+        const cJSON *fr = cJSON_GetObjectItemCaseSensitive(r, "decode_fraction_of_limit_runs");
+        check_stat(fr, 3);
+        const cJSON *dr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "decode_tok_s"), "runs"),
+                    *fa = cJSON_GetObjectItemCaseSensitive(fr, "runs"), *ba = cJSON_GetObjectItemCaseSensitive(bwr, "runs");
+        for (int i = 0; i < 3; i++) {
+            const double want = cJSON_GetArrayItem(dr, i)->valuedouble * wb / cJSON_GetArrayItem(ba, i)->valuedouble;
+            cr_assert(fabs(cJSON_GetArrayItem(fa, i)->valuedouble - want) <= 1e-12 * want, "%s run %d", names[k], i);
+        }
+        cr_assert(num(r, "decode_fraction_of_limit") == num(fr, "median"));
+    }
+    (void)decode;
     cr_assert(num(j, "greedy_agree") >= 0 && num(j, "greedy_agree") <= 4);
     cJSON_Delete(j);
 

@@ -27,9 +27,10 @@ static const char usage_text[] =
     "phase's median tokens/s with its spread (smallest..largest run), the ratio engine/llama.cpp\n"
     "(the median of the per-run ratios, each run's two runners adjacent in time; above 1: the\n"
     "engine is faster) and the decode bandwidth limit: the weight bytes one decode step reads\n"
-    "over the read bandwidth --threads threads get from memory, measured before and after the\n"
-    "runs (the better median of 5 passes over a --bandwidth-mib MiB buffer), and each runner's\n"
-    "fraction of it.\n"
+    "over the read bandwidth --threads threads get from memory (passes over a --bandwidth-mib MiB\n"
+    "buffer: the median of 3 just before each pair of runs; also 5 before and after all runs),\n"
+    "and each runner's fraction of it: each run's decode over the bandwidth measured just before\n"
+    "it (a shared machine's bandwidth moves between runs), median and spread.\n"
     "On a loaded machine the ratios swing: run it quiet and look at the spread.\n"
     "\n"
     "example: vt bench --vs llamacpp --model bench-0.6b-Q8_0.gguf --threads 2 --runs 5\n";
@@ -57,14 +58,23 @@ static cJSON *stat_json(vt_speed_stat st, const double *runs, int n)
     return o;
 }
 
-static int print_json(const vt_runner_settings *s, const vt_speed_result *r, double bw, double bw_bytes,
-                      double wb)
+/* Each run's decode over the limit the read bandwidth measured just before
+ * it gives (bytes per token wb), for side k; and their statistics. */
+static vt_speed_stat decode_fractions(const vt_speed_result *r, int k, double wb, double *frac)
+{
+    for (int i = 0; i < r->runs; i++)
+        frac[i] = r->side[k].decode[i] * wb / r->read_bw[i];
+    return vt_speed_stat_of(frac, r->runs);
+}
+
+static int print_json(const vt_runner_settings *s, const vt_speed_result *r, double bw0, double bw1,
+                      double bw_bytes, double wb)
 {
     const unsigned long fail0 = vt_json_alloc_failures();
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return -1;
-    cJSON_AddStringToObject(root, "format", "vt.bench/1");
+    cJSON_AddStringToObject(root, "format", "vt.bench/2");
     vt_json_add_bytes(root, "model", s->model_path, strlen(s->model_path));
     cJSON_AddNumberToObject(root, "prefill_tokens", r->prefill_tokens);
     cJSON_AddNumberToObject(root, "decode_tokens", r->decode_tokens);
@@ -85,7 +95,10 @@ static int print_json(const vt_runner_settings *s, const vt_speed_result *r, dou
         cJSON_AddStringToObject(o, "matmul", vt_matmul_mode_name(sd->resolved.matmul));
         cJSON_AddItemToObject(o, "prefill_tok_s", stat_json(sd->prefill_stat, sd->prefill, r->runs));
         cJSON_AddItemToObject(o, "decode_tok_s", stat_json(sd->decode_stat, sd->decode, r->runs));
-        cJSON_AddNumberToObject(o, "decode_fraction_of_limit", sd->decode_stat.median / (bw / wb));
+        double frac[VT_SPEED_MAX_RUNS];
+        const vt_speed_stat fs = decode_fractions(r, k, wb, frac);
+        cJSON_AddNumberToObject(o, "decode_fraction_of_limit", fs.median);
+        cJSON_AddItemToObject(o, "decode_fraction_of_limit_runs", stat_json(fs, frac, r->runs));
     }
     cJSON *ratio = cJSON_AddObjectToObject(root, "ratio");
     if (ratio) {
@@ -94,10 +107,13 @@ static int print_json(const vt_runner_settings *s, const vt_speed_result *r, dou
     }
     cJSON *lim = cJSON_AddObjectToObject(root, "decode_limit");
     if (lim) {
-        cJSON_AddNumberToObject(lim, "read_bytes_per_s", bw);
+        cJSON_AddNumberToObject(lim, "read_bytes_per_s", r->read_bw_stat.median);
+        cJSON_AddItemToObject(lim, "read_bytes_per_s_runs", stat_json(r->read_bw_stat, r->read_bw, r->runs));
+        cJSON_AddNumberToObject(lim, "read_bytes_per_s_before", bw0);
+        cJSON_AddNumberToObject(lim, "read_bytes_per_s_after", bw1);
         cJSON_AddNumberToObject(lim, "read_buffer_bytes", bw_bytes);
         cJSON_AddNumberToObject(lim, "weight_bytes_per_token", wb);
-        cJSON_AddNumberToObject(lim, "tok_s", bw / wb);
+        cJSON_AddNumberToObject(lim, "tok_s", r->read_bw_stat.median / wb);
     }
     cJSON_AddNumberToObject(root, "greedy_agree", r->greedy_agree);
     cJSON_AddNumberToObject(root, "first_difference", r->first_difference);
@@ -185,18 +201,20 @@ int vt_cmd_bench(int argc, char **argv)
     int rc = vt_speed_weight_bytes_per_token(s.model_path, &wb, &err);
     if (rc == VT_OK)
         rc = vt_speed_read_bandwidth(threads, bw_bytes, 5, &bw0, &err);
+    const vt_speed_probe probe = { threads, bw_bytes, 3 };
     if (rc == VT_OK)
-        rc = vt_speed_compare(lo, oo, &s, (int32_t)p, (int32_t)g, (int)runs, &r, &err);
+        rc = vt_speed_compare(lo, oo, &s, (int32_t)p, (int32_t)g, (int)runs, &probe, &r, &err);
     if (rc == VT_OK)
         rc = vt_speed_read_bandwidth(threads, bw_bytes, 5, &bw1, &err);
     if (rc != VT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return rc == VT_ECHECK ? 1 : 2;
     }
-    /* the better of the two medians: the machine at its quietest */
-    const double bw = bw0 > bw1 ? bw0 : bw1, limit = bw / wb;
+    /* the limit: the median of the bandwidths measured next to the runs;
+     * each run's fraction is taken against its own */
+    const double limit = r.read_bw_stat.median / wb;
     if (json) {
-        if (print_json(&s, &r, bw, (double)bw_bytes, wb)) {
+        if (print_json(&s, &r, bw0, bw1, (double)bw_bytes, wb)) {
             fprintf(stderr, "vt bench: out of memory\n");
             return 2;
         }
@@ -215,24 +233,30 @@ int vt_cmd_bench(int argc, char **argv)
     if (e->n_threads != l->n_threads || l->n_ctx < e->n_ctx || e->n_batch != l->n_batch ||
         e->cache_dtype != l->cache_dtype || e->mode != l->mode)
         printf("  NOTE: the runners apply different settings (above)\n");
-    printf("%-8s %-10s %14s %22s %10s\n", "phase", "runner", "median tok/s", "spread (min..max)", "of limit");
+    printf("%-8s %-10s %14s %22s %20s\n", "phase", "runner", "median tok/s", "spread (min..max)", "of limit (spread)");
     const char *phase[2] = { "prefill", "decode" };
     for (int ph = 0; ph < 2; ph++)
         for (int k = 0; k < 2; k++) {
             const vt_speed_stat st = ph ? r.side[k].decode_stat : r.side[k].prefill_stat;
-            char spread[48], frac[16] = "";
+            char spread[48], frac[40] = "";
             snprintf(spread, sizeof spread, "%.2f..%.2f", st.min, st.max);
-            if (ph)
-                snprintf(frac, sizeof frac, "%.1f%%", 100.0 * st.median / limit);
-            printf("%-8s %-10s %14.2f %22s %10s\n", phase[ph], display_name(r.side[k].name), st.median, spread, frac);
+            if (ph) {
+                double f[VT_SPEED_MAX_RUNS];
+                const vt_speed_stat fs = decode_fractions(&r, k, wb, f);
+                snprintf(frac, sizeof frac, "%.1f%% (%.1f..%.1f)", 100.0 * fs.median, 100.0 * fs.min, 100.0 * fs.max);
+            }
+            printf("%-8s %-10s %14.2f %22s %20s\n", phase[ph], display_name(r.side[k].name), st.median, spread, frac);
         }
     printf("ratio engine/llama.cpp (median of the per-run ratios, spread): prefill %.3f (%.3f..%.3f), decode %.3f "
            "(%.3f..%.3f)\n",
            r.prefill_ratio_stat.median, r.prefill_ratio_stat.min, r.prefill_ratio_stat.max,
            r.decode_ratio_stat.median, r.decode_ratio_stat.min, r.decode_ratio_stat.max);
-    printf("decode limit: weights %.1f MB per token over a read bandwidth of %.2f GB/s (%d threads, median of 5 "
-           "passes over %lld MiB, before the runs %.2f and after %.2f): %.2f tok/s\n",
-           wb * 1e-6, bw * 1e-9, threads, (long long)bw_mib, bw0 * 1e-9, bw1 * 1e-9, limit);
+    printf("decode limit: weights %.1f MB per token over a read bandwidth of %.2f GB/s (%d threads, passes over "
+           "%lld MiB; before each pair of runs the median of 3, these medians' median, spread %.2f..%.2f; before all "
+           "runs %.2f and after %.2f, median of 5): %.2f tok/s; of limit: each run's decode over the bandwidth "
+           "measured just before it\n",
+           wb * 1e-6, r.read_bw_stat.median * 1e-9, threads, (long long)bw_mib, r.read_bw_stat.min * 1e-9,
+           r.read_bw_stat.max * 1e-9, bw0 * 1e-9, bw1 * 1e-9, limit);
     if (r.first_difference < 0)
         printf("greedy tokens agree: %d/%d\n", r.greedy_agree, (int)g);
     else

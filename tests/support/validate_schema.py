@@ -67,7 +67,8 @@ FORMATS = {
     # vt export's vt_tokens.json (oracle/hf_export.c)
     "vt.token-check/1": ("oracle/vt.token-check.schema.json", "#"),
     # --json outputs of vt's subcommands (tools/)
-    "vt.bench/1": ("tools/vt.bench.schema.json", "#"),
+    "vt.bench/1": ("tools/vt.bench.schema.json", "#/$defs/bench_v1"),
+    "vt.bench/2": ("tools/vt.bench.schema.json", "#"),
     "vt.op-check/1": ("tools/vt.op-check.schema.json", "#"),
     "vt.gguf-info/1": ("tools/vt.gguf-info.schema.json", "#"),
     "vt.run/1": ("tools/vt.run.schema.json", "#"),
