@@ -105,7 +105,6 @@ Test(bench, measures_both_runners_and_the_bandwidth_limit, .init = setup, .fini 
     const cJSON *runners = cJSON_GetObjectItemCaseSensitive(j, "runners");
     cr_assert_eq(cJSON_GetArraySize(runners), 2);
     const char *names[2] = { "engine", "llamacpp" };
-    double decode[2], prefill[2];
     for (int k = 0; k < 2; k++) {
         const cJSON *r = cJSON_GetArrayItem(runners, k);
         cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(r, "runner")->valuestring, names[k]);
@@ -115,9 +114,6 @@ Test(bench, measures_both_runners_and_the_bandwidth_limit, .init = setup, .fini 
         const cJSON *dc = cJSON_GetObjectItemCaseSensitive(r, "decode_tok_s");
         check_stat(pf, 3);
         check_stat(dc, 3);
-        prefill[k] = num(pf, "median");
-        decode[k] = num(dc, "median");
-        (void)prefill[k];
     }
     /* the ratios are the per-run ratios of the two runners' runs */
     const cJSON *ratio = cJSON_GetObjectItemCaseSensitive(j, "ratio");
@@ -161,7 +157,6 @@ Test(bench, measures_both_runners_and_the_bandwidth_limit, .init = setup, .fini 
         }
         cr_assert(num(r, "decode_fraction_of_limit") == num(fr, "median"));
     }
-    (void)decode;
     cr_assert(num(j, "greedy_agree") >= 0 && num(j, "greedy_agree") <= 4);
     cJSON_Delete(j);
 
