@@ -41,11 +41,11 @@ int vt_engine_matmul(int type, const void *w, int64_t rows, int64_t cols, const 
 }
 
 int vt_engine_attention(const float *q, const float *k, const float *v, int32_t n_keys, int64_t head_dim,
-                        int n_threads, float *out, vt_error *err)
+                        int32_t n_head, int n_threads, float *out, vt_error *err)
 {
-    if (n_keys <= 0 || head_dim <= 0 || head_dim > 4096)
-        return vt_error_set(err, VT_EINPUT, "engine attention: %d keys of %lld: expected at least one key of "
-                            "1 .. 4096", n_keys, (long long)head_dim);
+    if (n_keys <= 0 || head_dim <= 0 || head_dim > 4096 || n_head < 1 || n_head > 64)
+        return vt_error_set(err, VT_EINPUT, "engine attention: %d keys of %lld, %d heads: expected at least "
+                            "one key of 1 .. 4096 and 1 .. 64 heads", n_keys, (long long)head_dim, n_head);
     vt_runner_settings s;
     vt_runner_settings_default(&s);
     s.model_path = "(vt_engine_attention)";
@@ -58,15 +58,15 @@ int vt_engine_attention(const float *q, const float *k, const float *v, int32_t 
     memset(&kv, 0, sizeof kv);
     int rc = vt_cpu_configure(&c, &s, err);
     if (!rc)
-        rc = vt_cpu_start(&c, head_dim, head_dim, 0, s.model_path, err);
+        rc = vt_cpu_start(&c, head_dim * n_head, head_dim, 0, s.model_path, err);
     if (!rc)
-        rc = vt_kv_alloc(&kv, 1, n_keys, head_dim, VT_CACHE_F32, s.model_path, err);
+        rc = vt_kv_alloc(&kv, 1, n_keys, head_dim, head_dim, VT_CACHE_F32, s.model_path, err);
     if (!rc) {
         for (int32_t j = 0; j < n_keys; j++)
             vt_kv_store(&kv, 0, j, k + (size_t)j * (size_t)head_dim, v + (size_t)j * (size_t)head_dim);
-        const vt_attention_args a = { .kv = &kv, .layer = 0, .pos0 = n_keys - 1, .n_tok = 1, .n_head = 1,
-                                      .n_head_kv = 1, .head_dim = head_dim, .q = q, .ldq = head_dim, .out = out,
-                                      .ldo = head_dim };
+        const vt_attention_args a = { .kv = &kv, .layer = 0, .pos0 = n_keys - 1, .n_tok = 1, .n_head = n_head,
+                                      .n_head_kv = 1, .head_dim = head_dim, .q = q, .ldq = head_dim * n_head,
+                                      .out = out, .ldo = head_dim * n_head };
         vt_attention(&c, &a);
     }
     vt_kv_free(&kv);

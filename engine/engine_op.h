@@ -37,13 +37,14 @@ double vt_engine_softmax_exp(float *x, int64_t n, float max);
 void vt_engine_swiglu(float *g, const float *u, int64_t n);
 void vt_engine_silu(float *x, int64_t n); /* ggml_vec_silu_f32 */
 
-/* One head of one token's attention as the forward pass computes it:
- * q (head_dim) over n_keys cached keys and values (rows of head_dim, an F32
- * cache), out = softmax(q.k / sqrt(head_dim)) V in llama.cpp's order
- * (kernels_kv.c), on n_threads threads. VT_EINPUT for no key or a head
- * size outside 1 .. 4096. */
+/* One token's attention as the forward pass computes it, n_head query
+ * heads sharing one key/value head: each row of q (n_head rows of head_dim)
+ * over n_keys cached keys and values (rows of head_dim, an F32 cache), its
+ * row of out = softmax(q.k / sqrt(head_dim)) V in llama.cpp's order
+ * (kernels_kv.c), on n_threads threads. VT_EINPUT for no key, a head size
+ * outside 1 .. 4096 or n_head outside 1 .. 64. */
 int vt_engine_attention(const float *q, const float *k, const float *v, int32_t n_keys, int64_t head_dim,
-                        int n_threads, float *out, vt_error *err);
+                        int32_t n_head, int n_threads, float *out, vt_error *err);
 
 /* The kernel set the engine picks here ("avx512f", "avx2", "sse2", "c"). */
 const char *vt_engine_isa(void);

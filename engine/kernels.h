@@ -63,6 +63,9 @@ typedef struct vt_kernels {
     void (*swiglu)(float *g, const float *u, int64_t n);
     /* x = silu(x) over one row, as ggml_vec_silu_f32. */
     void (*silu)(float *x, int64_t n);
+    /* NeoX RoPE over one head of d: pair (i, i + d/2) by the angle whose
+     * cosine and sine are cs[2i], cs[2i+1] (vt_rope_angles), as ggml. */
+    void (*rope_neox)(float *x, const float *cs, int64_t d);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
     int vnni; /* and the AVX-512 VNNI matrix kernels (kernels_intdot.c; same values) */
     /* BF16 weights, rows [r0, r1) against n_tok tokens, each output
@@ -277,8 +280,7 @@ void vt_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps
 /* cos/sin of theta_i = pos * base^(-2i/d), i < d/2, as ggml computes them:
  * theta_scale = powf(base, -2/d), theta multiplied by it step by step. */
 void vt_rope_angles(float *cs, int32_t pos, int64_t d, float base);
-/* NeoX RoPE over the first d elements of x: element i pairs with i + d/2. */
-void vt_rope_neox(float *x, const float *cs, int64_t d);
+/* NeoX RoPE: the kernel set's rope_neox (vt_kernels). */
 
 static inline float vt_silu(float x) { return x / (1.0f + expf(-x)); }
 static inline float vt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -286,17 +288,19 @@ static inline float vt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* ---------- KV cache and attention ---------- */
 
 typedef struct vt_kv {
-    void *k, *v;             /* [layer][position][kv_dim] in dtype */
+    void *k, *v;             /* [layer][kv head][position][head_dim] in dtype */
     vt_cache_dtype dtype;
     size_t elem;
     int32_t n_layer, n_ctx;
-    int64_t kv_dim;
+    int64_t kv_dim, head_dim; /* kv_dim: the kv heads' head_dim each */
     float fp8_table[256];
 } vt_kv;
 
-int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, vt_cache_dtype dtype,
-                const char *file, vt_error *err);
+int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, int64_t head_dim,
+                vt_cache_dtype dtype, const char *file, vt_error *err);
 void vt_kv_free(vt_kv *kv);
+/* Where (layer, kv head, position)'s head_dim elements start in k and v. */
+size_t vt_kv_index(const vt_kv *kv, int32_t layer, int32_t kv_head, int32_t pos);
 /* Store k and v rows (kv_dim each) of one position. */
 void vt_kv_store(vt_kv *kv, int32_t layer, int32_t pos, const float *k, const float *v);
 
@@ -315,6 +319,9 @@ typedef struct vt_attention_args {
     int64_t ldo;
 } vt_attention_args;
 void vt_attention(vt_cpu *c, const vt_attention_args *a);
+/* Query heads of one KV head computed together (each thread's scratch
+ * holds this many rows of scores and of partial sums). */
+#define VT_ATT_HEADS 8
 
 /* ---------- evaluation ---------- */
 

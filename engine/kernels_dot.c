@@ -19,16 +19,11 @@
  * result equals dot()'s.
  * ====================================================================== */
 
-/* The end of ggml_vec_dot_f32: four accumulators to one, the tree, the tail. */
-static inline float vec_f32_finish(const float s[4][16], const float *a, const float *b,
-                                   int64_t np, int64_t n)
+/* The tail of ggml_vec_dot_f32 after its tree, as gcc compiled it: whole
+ * 16s and then one 8 as separate products added in order, the last few
+ * fused. */
+static inline float vec_f32_tail(float sum, const float *a, const float *b, int64_t np, int64_t n)
 {
-    float l[16];
-    for (int k = 0; k < 16; k++)
-        l[k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k]);
-    float sum = tree16(l);
-    /* The tail as gcc compiled it: whole 16s and then one 8 as separate
-     * products added in order, the last few fused. */
     int64_t i = np;
     for (; i + 16 <= n; i += 16)
         for (int k = 0; k < 16; k++)
@@ -39,6 +34,16 @@ static inline float vec_f32_finish(const float s[4][16], const float *a, const f
     for (; i < n; i++)
         sum = fmaf(a[i], b[i], sum);
     return sum;
+}
+
+/* The end of ggml_vec_dot_f32: four accumulators to one, the tree, the tail. */
+static inline float vec_f32_finish(const float s[4][16], const float *a, const float *b,
+                                   int64_t np, int64_t n)
+{
+    float l[16];
+    for (int k = 0; k < 16; k++)
+        l[k] = (s[0][k] + s[2][k]) + (s[1][k] + s[3][k]);
+    return vec_f32_tail(tree16(l), a, b, np, n);
 }
 
 __attribute__((always_inline)) static inline float dot_body(const float *a, const float *b, int64_t n)
@@ -113,6 +118,28 @@ __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const
     return vec_f32_finish(s, a, b, np, n);
 }
 
+/* tree16 of four registers at once, the same pairs added (lanes k and
+ * k + 8, k and k + 4, 0 and 2 with 1 and 3, then 0 and 1) across the
+ * registers' halves instead of one register's lanes at a time: sum j in
+ * out[j]. */
+__attribute__((target("avx512f"))) static inline void tree16x4_avx512(const __m512 a[4], float out[4])
+{
+    const __m512 b0 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 b1 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* 128-bit block j: register j's lanes k + (k + 8), k < 8, in two halves */
+    const __m512 c = _mm512_add_ps(_mm512_shuffle_f32x4(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(b0, b1, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(c, c, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(c, c, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 e = _mm512_add_ps(d, _mm512_shuffle_ps(d, d, _MM_SHUFFLE(3, 2, 0, 1)));
+    float l[16];
+    _mm512_storeu_ps(l, e);
+    for (int j = 0; j < 4; j++)
+        out[j] = l[4 * j];
+}
+
 __attribute__((target("avx512f"))) static void dot4_avx512(const float *w, int64_t ldw,
                                                            const float *x, int64_t n, float *out)
 {
@@ -127,12 +154,13 @@ __attribute__((target("avx512f"))) static void dot4_avx512(const float *w, int64
             for (int q = 0; q < 4; q++)
                 v[q][r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + q * ldw + i + 16 * r), xv, v[q][r]);
         }
-    for (int q = 0; q < 4; q++) {
-        float s[4][16];
-        for (int r = 0; r < 4; r++)
-            _mm512_storeu_ps(s[r], v[q][r]);
-        out[q] = vec_f32_finish(s, w + q * ldw, x, np, n);
-    }
+    __m512 l[4];
+    for (int q = 0; q < 4; q++)
+        l[q] = _mm512_add_ps(_mm512_add_ps(v[q][0], v[q][2]), _mm512_add_ps(v[q][1], v[q][3]));
+    float sum[4];
+    tree16x4_avx512(l, sum);
+    for (int q = 0; q < 4; q++)
+        out[q] = vec_f32_tail(sum[q], w + q * ldw, x, np, n);
 }
 #endif
 
@@ -239,6 +267,14 @@ __attribute__((always_inline)) static inline void silu_body(float *x, int64_t n)
         x[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
+/* NeoX RoPE over one head: pairs (i, i + d/2) rotated by cs[2i], cs[2i+1]. */
+__attribute__((always_inline)) static inline void rope_neox_body(float *x, const float *cs, int64_t d)
+{
+    const int64_t half = d / 2;
+    for (int64_t i = 0; i < half; i++)
+        rope_neox_pair(&x[i], &x[i + half], cs[2 * i], cs[2 * i + 1]);
+}
+
 __attribute__((always_inline)) static inline void fmadd_body(float *restrict acc, const float *restrict v,
                                                              float p, int64_t n)
 {
@@ -249,6 +285,7 @@ __attribute__((always_inline)) static inline void fmadd_body(float *restrict acc
 static double exp_sum_c(float *x, int64_t n, float max) { return exp_sum_body(x, n, max); }
 static void swiglu_c(float *g, const float *u, int64_t n) { swiglu_body(g, u, n); }
 static void silu_c(float *x, int64_t n) { silu_body(x, n); }
+static void rope_neox_c(float *x, const float *cs, int64_t d) { rope_neox_body(x, cs, d); }
 static void fmadd_c(float *restrict acc, const float *restrict v, float p, int64_t n)
 {
     fmadd_body(acc, v, p, n);
@@ -264,6 +301,10 @@ __attribute__((target("avx2,fma"))) static void swiglu_fma(float *g, const float
     swiglu_body(g, u, n);
 }
 __attribute__((target("avx2,fma"))) static void silu_fma(float *x, int64_t n) { silu_body(x, n); }
+__attribute__((target("avx2,fma"))) static void rope_neox_fma(float *x, const float *cs, int64_t d)
+{
+    rope_neox_body(x, cs, d);
+}
 __attribute__((target("avx2,fma"))) static void fmadd_fma(float *restrict acc, const float *restrict v,
                                                           float p, int64_t n)
 {
@@ -277,6 +318,67 @@ __attribute__((target("avx512f"))) static void fmadd_avx512(float *restrict acc,
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(_mm512_loadu_ps(v + i), pv, _mm512_loadu_ps(acc + i)));
     fmadd_body(acc + i, v + i, p, n - i);
+}
+
+/* expf16_body on sixteen lanes: the same operations, vscalefps for j 2^n
+ * (one rounding, as the scalar's exact steps then one rounding), the
+ * scalar's early returns as masks. */
+__attribute__((target("avx512f"))) static inline __m512 expf16_avx512(__m512 x)
+{
+    const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift), shift);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+    __m512 r = _mm512_scalef_ps(j, n);
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+    const __mmask16 nonpos = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
+    r = _mm512_mask_blend_ps(big, r, _mm512_mask_blend_ps(nonpos, _mm512_set1_ps(INFINITY), _mm512_setzero_ps()));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, n, _CMP_UNORD_Q), r, n);
+}
+
+/* exp_sum_body, swiglu_body and silu_body sixteen lanes at a time (gcc
+ * leaves their scalar bodies scalar: expf16_body branches). */
+__attribute__((target("avx512f"))) static double exp_sum_avx512(float *x, int64_t n, float max)
+{
+    double sum = 0.0;
+    const __m512 mv = _mm512_set1_ps(max);
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const __mmask16 m = n - j0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j0)) - 1);
+        const __m512 e = _mm512_maskz_mov_ps(m, expf16_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j0), mv)));
+        _mm512_mask_storeu_ps(x + j0, m, e);
+        float l[16];
+        _mm512_storeu_ps(l, e);
+        sum += (double)tree16(l);
+    }
+    return sum;
+}
+
+__attribute__((target("avx512f"))) static void swiglu_avx512(float *g, const float *u, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        const __m512 gv = _mm512_loadu_ps(g + i);
+        const __m512 e = expf16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), gv));
+        _mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(_mm512_set1_ps(1.0f), e)),
+                                              _mm512_loadu_ps(u + i)));
+    }
+    swiglu_body(g + n16, u + n16, n - n16); /* the rest: the C library's expf */
+}
+
+__attribute__((target("avx512f"))) static void silu_avx512(float *x, int64_t n)
+{
+    const int64_t n16 = n & ~(int64_t)15;
+    for (int64_t i = 0; i < n16; i += 16) {
+        const __m512 xv = _mm512_loadu_ps(x + i);
+        const __m512 e = expf16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), xv));
+        _mm512_storeu_ps(x + i, _mm512_div_ps(xv, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+    }
+    silu_body(x + n16, n - n16);
 }
 #endif
 
@@ -383,22 +485,36 @@ static int cpu_has_f16c(void)
  * kernels_intdot.c that need AVX-512 BW, VL, DQ and VNNI (and F16C). */
 vt_kernels vt_kernels_pick(void)
 {
-    static const vt_kernels c = { "c", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_c, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
+    /* One row per kernel set. Without FMA hardware the fused products are
+     * the C library's fmaf: the same bits, slowly. */
+    static const vt_kernels c = { .isa = "c", .dot = dot_c, .dot4 = dot4_c, .tile = tile_c,
+                                  .dot_bf16 = dot_bf16_c, .axpy = axpy_c, .fmadd = fmadd_c,
+                                  .exp_sum = exp_sum_c, .swiglu = swiglu_c, .silu = silu_c,
+                                  .rope_neox = rope_neox_c };
     const char *want = getenv("VT_ENGINE_ISA");
     if (want && strcmp(want, "c") == 0)
         return c;
 #ifdef VT_X86
-    /* Without FMA hardware the fused products are the C library's fmaf:
-     * the same bits, slowly. */
-    static const vt_kernels sse2 = { "sse2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_sse2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
-    static const vt_kernels avx2 = { "avx2", dot_c, dot4_c, tile_c, dot_bf16_c, axpy_avx2, fmadd_c, exp_sum_c, swiglu_c, silu_c, 0, 0, NULL };
-    static const vt_kernels avx2_fma = { "avx2", dot_fma, dot4_fma, tile_fma, dot_bf16_fma, axpy_avx2, fmadd_fma,
-                                         exp_sum_fma, swiglu_fma, silu_fma, 1, 0, NULL };
-    static const vt_kernels avx512 = { "avx512f", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma, axpy_avx512,
-                                       fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 0, matmul_bf16_avx512 };
-    static const vt_kernels avx512vnni = { "avx512vnni", dot_avx512, dot4_avx512, tile_avx512, dot_bf16_fma,
-                                           axpy_avx512, fmadd_avx512, exp_sum_fma, swiglu_fma, silu_fma, 1, 1,
-                                           matmul_bf16_avx512 };
+    static const vt_kernels sse2 = { .isa = "sse2", .dot = dot_c, .dot4 = dot4_c, .tile = tile_c,
+                                     .dot_bf16 = dot_bf16_c, .axpy = axpy_sse2, .fmadd = fmadd_c,
+                                     .exp_sum = exp_sum_c, .swiglu = swiglu_c, .silu = silu_c,
+                                     .rope_neox = rope_neox_c };
+    static const vt_kernels avx2 = { .isa = "avx2", .dot = dot_c, .dot4 = dot4_c, .tile = tile_c,
+                                     .dot_bf16 = dot_bf16_c, .axpy = axpy_avx2, .fmadd = fmadd_c,
+                                     .exp_sum = exp_sum_c, .swiglu = swiglu_c, .silu = silu_c,
+                                     .rope_neox = rope_neox_c };
+    static const vt_kernels avx2_fma = { .isa = "avx2", .dot = dot_fma, .dot4 = dot4_fma, .tile = tile_fma,
+                                         .dot_bf16 = dot_bf16_fma, .axpy = axpy_avx2, .fmadd = fmadd_fma,
+                                         .exp_sum = exp_sum_fma, .swiglu = swiglu_fma, .silu = silu_fma,
+                                         .rope_neox = rope_neox_fma, .fma = 1 };
+    static const vt_kernels avx512 = { .isa = "avx512f", .dot = dot_avx512, .dot4 = dot4_avx512,
+                                       .tile = tile_avx512, .dot_bf16 = dot_bf16_fma, .axpy = axpy_avx512,
+                                       .fmadd = fmadd_avx512, .exp_sum = exp_sum_avx512,
+                                       .swiglu = swiglu_avx512, .silu = silu_avx512, .rope_neox = rope_neox_fma,
+                                       .fma = 1, .bf16_rows = matmul_bf16_avx512 };
+    vt_kernels avx512vnni = avx512; /* and the integer matrix kernels */
+    avx512vnni.isa = "avx512vnni";
+    avx512vnni.vnni = 1;
     __builtin_cpu_init();
     const int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
     const int has_vnni = has512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -5,14 +5,18 @@
  * KV cache
  * ====================================================================== */
 
-int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, vt_cache_dtype dtype,
-                const char *file, vt_error *err)
+int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, int64_t head_dim,
+                vt_cache_dtype dtype, const char *file, vt_error *err)
 {
+    if (head_dim <= 0 || kv_dim % head_dim)
+        return vt_error_set(err, VT_EINPUT, "%s: KV cache of %lld elements a position: expected a "
+                            "multiple of head_dim %lld", file, (long long)kv_dim, (long long)head_dim);
     kv->dtype = dtype;
     kv->elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
     kv->kv_dim = kv_dim;
+    kv->head_dim = head_dim;
     size_t count;
     if (__builtin_mul_overflow((size_t)n_layer, (size_t)n_ctx, &count) ||
         __builtin_mul_overflow(count, (size_t)kv_dim, &count))
@@ -34,9 +38,13 @@ void vt_kv_free(vt_kv *kv)
     free(kv->v);
 }
 
-static size_t cache_index(const vt_kv *kv, int32_t l, int32_t pos)
+/* Head-major: one head's positions are contiguous, so attention reads each
+ * head's keys and values in address order (position-major, a head's rows
+ * lay kv_dim apart). */
+size_t vt_kv_index(const vt_kv *kv, int32_t layer, int32_t kv_head, int32_t pos)
 {
-    return ((size_t)l * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->kv_dim;
+    const size_t heads = (size_t)(kv->kv_dim / kv->head_dim);
+    return (((size_t)layer * heads + (size_t)kv_head) * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->head_dim;
 }
 
 static void cache_store(const vt_kv *kv, void *cache, size_t at, const float *src, int64_t n)
@@ -80,20 +88,81 @@ static const float *cache_load(const vt_kv *kv, const void *cache, size_t at, in
 
 void vt_kv_store(vt_kv *kv, int32_t layer, int32_t pos, const float *k, const float *v)
 {
-    const size_t at = cache_index(kv, layer, pos);
-    cache_store(kv, kv->k, at, k, kv->kv_dim);
-    cache_store(kv, kv->v, at, v, kv->kv_dim);
+    const int64_t hd = kv->head_dim;
+    for (int32_t h = 0; (int64_t)h * hd < kv->kv_dim; h++) {
+        const size_t at = vt_kv_index(kv, layer, h, pos);
+        cache_store(kv, kv->k, at, k + h * hd, hd);
+        cache_store(kv, kv->v, at, v + h * hd, hd);
+    }
 }
 
 /* ======================================================================
- * Attention: one (token, head) pair is one unit of work; threads take
- * contiguous ranges of units.
+ * Attention: one (token, KV head) pair is one unit of work, and the query
+ * heads sharing that KV head (up to VT_ATT_HEADS at a time) are computed
+ * together, so each key and value row is read once for all of them. Thread
+ * ith takes units ith, ith + nth, ...: in a causal batch later tokens see
+ * more keys, and contiguous ranges left the last thread most of the work.
  * ====================================================================== */
+
+/* Keys and values are read once per token from memory (the weights streamed
+ * since evict them), each head's as one run of n_keys rows: asked for this
+ * many rows ahead, into L2 (vt bench, b06-Q4_K after a 128-token prompt:
+ * the attention dispatch 235-253 -> 195-210 thousand cycles a layer).
+ * Inlined: a function of prefetches alone has no effect gcc must keep, and
+ * its calls were dropped. */
+#define ATT_PREFETCH_ROWS 8
+
+__attribute__((always_inline)) static inline void prefetch_rows(const void *cache, size_t elem, size_t at,
+                                                                int64_t n, int32_t pos, int32_t rows,
+                                                                int32_t n_keys)
+{
+    if (pos + rows > n_keys)
+        return;
+    const char *p = (const char *)cache + (at + (size_t)pos * (size_t)n) * elem;
+    for (size_t o = 0; o < (size_t)rows * (size_t)n * elem; o += 64)
+        __builtin_prefetch(p + o, 0, 2);
+}
 
 typedef struct att_job {
     vt_cpu *c;
     const vt_attention_args *a;
 } att_job;
+
+/* out[d] for d < hd from the 64 accumulator rows of ldk floats, of which
+ * the first rows_used were written and the rest stand for zeros: per
+ * output, the 16 partials (rows k, k + 16, k + 32, k + 48 paired as dot()
+ * pairs its accumulators) and tree16's order over them, sixteen outputs at
+ * a time with d the inner index, so the same additions run side by side in
+ * vector registers (ldk is a multiple of 16; columns past hd are zeros,
+ * never stored). A row past rows_used reads as the +0 the whole block was
+ * cleared to before, so the additions are the same, bit for bit. */
+static void attention_reduce(const float *acc, int32_t rows_used, int64_t ldk, int64_t hd, float *out)
+{
+    static const float zeros16[16] = { 0 };
+    for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+        float l[16][16];
+        for (int k = 0; k < 16; k++) {
+            const float *r[4];
+            for (int i = 0; i < 4; i++)
+                r[i] = k + 16 * i < rows_used ? acc + (size_t)(k + 16 * i) * (size_t)ldk + (size_t)d0 : zeros16;
+            for (int i = 0; i < 16; i++)
+                l[k][i] = (r[0][i] + r[2][i]) + (r[1][i] + r[3][i]);
+        }
+        for (int k = 0; k < 8; k++)
+            for (int i = 0; i < 16; i++)
+                l[k][i] += l[k + 8][i];
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 16; i++)
+                l[k][i] += l[k + 4][i];
+        for (int i = 0; i < 16; i++) {
+            l[0][i] += l[2][i];
+            l[1][i] += l[3][i];
+        }
+        const int64_t m = hd - d0 < 16 ? hd - d0 : 16;
+        for (int64_t i = 0; i < m; i++)
+            out[d0 + i] = l[0][i] + l[1][i];
+    }
+}
 
 static void attention_worker(void *ctx, int ith, int nth)
 {
@@ -104,93 +173,78 @@ static void attention_worker(void *ctx, int ith, int nth)
     const int64_t hd = a->head_dim;
     const int32_t group = a->n_head / a->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
+    const int64_t ldk = (int64_t)vt_round_up((size_t)hd, 16), lds = (int64_t)vt_round_up((size_t)c->n_ctx, 16);
     float *scratch = vt_cpu_scratch(c, ith);
-    float *scores = scratch + vt_round_up(4 * (size_t)c->max_in, 16);
-    float *kbuf = scores + vt_round_up((size_t)c->n_ctx, 16);
-    float *vbuf = kbuf + 4 * vt_round_up((size_t)hd, 16);
-    const int64_t ldk_buf = (int64_t)vt_round_up((size_t)hd, 16);
-    float *acc = vbuf + ldk_buf; /* 64 rows of ldk_buf: the partial sums of V p */
+    float *scores = scratch + vt_round_up(4 * (size_t)c->max_in, 16); /* VT_ATT_HEADS rows of lds */
+    float *kbuf = scores + VT_ATT_HEADS * lds;                        /* 4 rows of ldk */
+    float *vbuf = kbuf + 4 * ldk;
+    float *acc = vbuf + ldk; /* 64 rows of ldk: one head's partial sums of V p */
 
-    const int64_t units = a->n_tok * a->n_head;
-    const int64_t u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
-    for (int64_t u = u0; u < u1; u++) {
-        const int64_t t = u / a->n_head;
-        const int32_t h = (int32_t)(u % a->n_head), kvh = h / group;
-        const float *q = a->q + t * a->ldq + h * hd;
+    const int64_t units = a->n_tok * a->n_head_kv;
+    for (int64_t u = ith; u < units; u += nth) {
+        const int64_t t = u / a->n_head_kv;
+        const int32_t kvh = (int32_t)(u % a->n_head_kv);
         const int32_t n_keys = a->pos0 + (int32_t)t + 1;
-        const size_t head_off = (size_t)kvh * (size_t)hd;
+        const int32_t rows_used = n_keys < 64 ? n_keys : 64;
+        const size_t head_at = vt_kv_index(kv, a->layer, kvh, 0);
+        for (int32_t h0 = kvh * group; h0 < (kvh + 1) * group; h0 += VT_ATT_HEADS) {
+            const int32_t nh = (kvh + 1) * group - h0 < VT_ATT_HEADS ? (kvh + 1) * group - h0 : VT_ATT_HEADS;
+            const float *q = a->q + t * a->ldq + h0 * hd; /* head h0 + g at q + g hd */
 
-        /* As llama.cpp's attention without flash attention computes one
-         * token: scores = q.k by ggml_vec_dot_f32 (dot4: four keys, each as
-         * dot), times scale; softmax over the cache row as
-         * ggml_vec_soft_max_f32 (exp_sum), then one multiply by 1/sum. */
-        int32_t j = 0;
-        for (; j + 4 <= n_keys; j += 4) {
-            const size_t at = cache_index(kv, a->layer, j) + head_off;
-            const float *k;
-            int64_t ldk;
-            if (kv->dtype == VT_CACHE_F32) {
-                k = (const float *)kv->k + at;
-                ldk = kv->kv_dim;
-            } else {
-                for (int r = 0; r < 4; r++)
-                    cache_load(kv, kv->k, at + (size_t)r * (size_t)kv->kv_dim, hd,
-                               kbuf + r * ldk_buf);
-                k = kbuf;
-                ldk = ldk_buf;
+            /* As llama.cpp's attention without flash attention computes one
+             * token: scores = q.k by ggml_vec_dot_f32 (dot4: four keys, each
+             * as dot), times scale; softmax over the cache row as
+             * ggml_vec_soft_max_f32 (exp_sum), then one multiply by 1/sum. */
+            int32_t j = 0;
+            for (; j + 4 <= n_keys; j += 4) {
+                const size_t at = head_at + (size_t)j * (size_t)hd;
+                prefetch_rows(kv->k, kv->elem, head_at, hd, j + ATT_PREFETCH_ROWS, 4, n_keys);
+                const float *k;
+                int64_t ldkr;
+                if (kv->dtype == VT_CACHE_F32) {
+                    k = (const float *)kv->k + at;
+                    ldkr = hd;
+                } else {
+                    for (int r = 0; r < 4; r++)
+                        cache_load(kv, kv->k, at + (size_t)r * (size_t)hd, hd, kbuf + r * ldk);
+                    k = kbuf;
+                    ldkr = ldk;
+                }
+                for (int32_t g = 0; g < nh; g++)
+                    c->k.dot4(k, ldkr, q + g * hd, hd, scores + g * lds + j);
             }
-            c->k.dot4(k, ldk, q, hd, scores + j);
-        }
-        for (; j < n_keys; j++) {
-            const size_t at = cache_index(kv, a->layer, j) + head_off;
-            scores[j] = c->k.dot(cache_load(kv, kv->k, at, hd, kbuf), q, hd);
-        }
-        float max = -INFINITY;
-        for (j = 0; j < n_keys; j++) {
-            scores[j] *= scale;
-            max = fmaxf(max, scores[j]);
-        }
-        const float inv = (float)(1.0 / c->k.exp_sum(scores, n_keys, max));
+            for (; j < n_keys; j++) {
+                const float *k = cache_load(kv, kv->k, head_at + (size_t)j * (size_t)hd, hd, kbuf);
+                for (int32_t g = 0; g < nh; g++)
+                    scores[g * lds + j] = c->k.dot(k, q + g * hd, hd);
+            }
+            float inv[VT_ATT_HEADS];
+            for (int32_t g = 0; g < nh; g++) {
+                float *sg = scores + g * lds, max = -INFINITY;
+                for (j = 0; j < n_keys; j++) {
+                    sg[j] *= scale;
+                    max = fmaxf(max, sg[j]);
+                }
+                inv[g] = (float)(1.0 / c->k.exp_sum(sg, n_keys, max));
+            }
 
-        /* out = V p: for each output, the ggml_vec_dot_f32 of its V column
-         * and p over the cache row (llama.cpp's n_kv, a multiple of 64 here;
-         * the masked positions add exact zeros). Accumulator row j mod 64
-         * holds lane j mod 16 of partial sum (j mod 64) / 16, updated in
-         * position order; then the same reduction as dot(). */
-        float *out = a->out + t * a->ldo + h * hd;
-        memset(acc, 0, 64 * (size_t)ldk_buf * sizeof *acc);
-        for (j = 0; j < n_keys; j++) {
-            const size_t at = cache_index(kv, a->layer, j) + head_off;
-            c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk_buf, cache_load(kv, kv->v, at, hd, vbuf),
-                       scores[j] * inv, hd);
-        }
-        /* Per output d, the 16 partials (rows k, k + 16, k + 32, k + 48
-         * paired as dot() pairs its accumulators) and tree16's order over
-         * them; sixteen outputs at a time with d the inner index, so the
-         * same additions run side by side in vector registers (ldk_buf is
-         * a multiple of 16; columns past hd are zeros, never stored). */
-        for (int64_t d0 = 0; d0 < hd; d0 += 16) {
-            float l[16][16];
-            for (int k = 0; k < 16; k++) {
-                const float *r0 = acc + (size_t)k * (size_t)ldk_buf + (size_t)d0;
-                const float *r1 = r0 + 16 * (size_t)ldk_buf, *r2 = r1 + 16 * (size_t)ldk_buf,
-                            *r3 = r2 + 16 * (size_t)ldk_buf;
-                for (int i = 0; i < 16; i++)
-                    l[k][i] = (r0[i] + r2[i]) + (r1[i] + r3[i]);
+            /* out = V p: for each output, the ggml_vec_dot_f32 of its V
+             * column and p over the cache row (llama.cpp's n_kv, a multiple
+             * of 64 here; the masked positions add exact zeros).
+             * Accumulator row j mod 64 holds lane j mod 16 of partial sum
+             * (j mod 64) / 16, updated in position order. */
+            for (int32_t g = 0; g < nh; g++) {
+                /* one head at a time: its 64 rows stay in L1, the values
+                 * come again from L2 */
+                memset(acc, 0, (size_t)rows_used * (size_t)ldk * sizeof *acc);
+                for (j = 0; j < n_keys; j++) {
+                    if (g == 0)
+                        prefetch_rows(kv->v, kv->elem, head_at, hd, j + ATT_PREFETCH_ROWS, 1, n_keys);
+                    const float *v = cache_load(kv, kv->v, head_at + (size_t)j * (size_t)hd, hd, vbuf);
+                    c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk, v, scores[g * lds + j] * inv[g], hd);
+                }
+                attention_reduce(acc, rows_used, ldk, hd, a->out + t * a->ldo + (h0 + g) * hd);
             }
-            for (int k = 0; k < 8; k++)
-                for (int i = 0; i < 16; i++)
-                    l[k][i] += l[k + 8][i];
-            for (int k = 0; k < 4; k++)
-                for (int i = 0; i < 16; i++)
-                    l[k][i] += l[k + 4][i];
-            for (int i = 0; i < 16; i++) {
-                l[0][i] += l[2][i];
-                l[1][i] += l[3][i];
-            }
-            const int64_t m = hd - d0 < 16 ? hd - d0 : 16;
-            for (int64_t i = 0; i < m; i++)
-                out[d0 + i] = l[0][i] + l[1][i];
         }
     }
 }

@@ -146,8 +146,8 @@ static int allocate(vt_qwen3 *m, vt_error *err)
     size_t max_in = E > qd ? E : qd;
     max_in = max_in > F ? max_in : F;
 
-    int rc = vt_kv_alloc(&m->kv, hp->n_layer, m->cpu.n_ctx, (int64_t)kvd, m->cpu.cache_dtype,
-                         file, err);
+    int rc = vt_kv_alloc(&m->kv, hp->n_layer, m->cpu.n_ctx, (int64_t)kvd, (int64_t)hd,
+                         m->cpu.cache_dtype, file, err);
     if (rc)
         return rc;
     float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj,
@@ -243,16 +243,12 @@ static void forward_batch(void *model, const int32_t *tokens, int64_t n_tok, int
          *    go into the cache at their positions. */
         for (int64_t t = 0; t < n_tok; t++) {
             const float *cs = m->rope + t * hd;
-            for (int32_t h = 0; h < hp->n_head; h++) {
-                float *q = m->q + t * qd + h * hd;
-                vt_rmsnorm(q, q, L->q_norm, hd, hp->rms_eps);
-                vt_rope_neox(q, cs, hd);
-            }
-            for (int32_t h = 0; h < hp->n_head_kv; h++) {
-                float *k = m->kb + t * kvd + h * hd;
-                vt_rmsnorm(k, k, L->k_norm, hd, hp->rms_eps);
-                vt_rope_neox(k, cs, hd);
-            }
+            vt_rmsnorm_rows(m->q + t * qd, m->q + t * qd, L->q_norm, hp->n_head, hd, hp->rms_eps);
+            vt_rmsnorm_rows(m->kb + t * kvd, m->kb + t * kvd, L->k_norm, hp->n_head_kv, hd, hp->rms_eps);
+            for (int32_t h = 0; h < hp->n_head; h++)
+                c->k.rope_neox(m->q + t * qd + h * hd, cs, hd);
+            for (int32_t h = 0; h < hp->n_head_kv; h++)
+                c->k.rope_neox(m->kb + t * kvd + h * hd, cs, hd);
             vt_kv_store(&m->kv, l, pos0 + (int32_t)t, m->kb + t * kvd, m->vb + t * kvd);
         }
 

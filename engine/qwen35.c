@@ -372,7 +372,8 @@ static int allocate(vt_qwen35 *m, vt_error *err)
     max_in = max_in > V ? max_in : V;
 
     const int32_t n_attn = hp->n_layer - hp->n_recurrent;
-    int rc = vt_kv_alloc(&m->kv, n_attn, m->cpu.n_ctx, (int64_t)kvd, m->cpu.cache_dtype, file, err);
+    int rc = vt_kv_alloc(&m->kv, n_attn, m->cpu.n_ctx, (int64_t)kvd, (int64_t)hd, m->cpu.cache_dtype,
+                         file, err);
     if (rc)
         return rc;
     float **bufs[] = { &m->x, &m->xn, &m->proj, &m->qfull, &m->q, &m->qgate, &m->kb, &m->vb,
@@ -567,14 +568,13 @@ static void attention_mixer(vt_qwen35 *m, const vt_q35_layer *L, int64_t n_tok)
             float *q = m->q + t * qd + h * hd;
             memcpy(q, src, (size_t)hd * sizeof *q);
             memcpy(m->qgate + t * qd + h * hd, src + hd, (size_t)hd * sizeof *q);
-            vt_rmsnorm(q, q, L->q_norm, hd, hp->rms_eps);
-            vt_rope_neox(q, cs, nr);
         }
-        for (int32_t h = 0; h < hp->n_head_kv; h++) {
-            float *k = m->kb + t * kvd + h * hd;
-            vt_rmsnorm(k, k, L->k_norm, hd, hp->rms_eps);
-            vt_rope_neox(k, cs, nr);
-        }
+        vt_rmsnorm_rows(m->q + t * qd, m->q + t * qd, L->q_norm, hp->n_head, hd, hp->rms_eps);
+        vt_rmsnorm_rows(m->kb + t * kvd, m->kb + t * kvd, L->k_norm, hp->n_head_kv, hd, hp->rms_eps);
+        for (int32_t h = 0; h < hp->n_head; h++)
+            c->k.rope_neox(m->q + t * qd + h * hd, cs, nr);
+        for (int32_t h = 0; h < hp->n_head_kv; h++)
+            c->k.rope_neox(m->kb + t * kvd + h * hd, cs, nr);
         vt_kv_store(&m->kv, L->slot, pos0 + (int32_t)t, m->kb + t * kvd, m->vb + t * kvd);
     }
 

@@ -41,7 +41,7 @@ struct vt_qwen35 {
     vt_q35_layer *layers;
 
     vt_cpu cpu; /* settings as applied, kernels, threads, scratch */
-    vt_kv kv;   /* full-attention layers only: [slot][position][kv_dim] */
+    vt_kv kv;   /* full-attention layers only: [slot][kv head][position][head_dim] */
     float *conv_state;  /* [recurrent slot][conv channel][d_conv - 1], F32 */
     float *delta_state; /* [recurrent slot][v head][d][d], F32 (ggml's transposed S) */
     int32_t n_past;

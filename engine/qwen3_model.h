@@ -23,7 +23,7 @@ struct vt_qwen3 {
     vt_q3_layer *layers;
 
     vt_cpu cpu; /* settings as applied, kernels, threads, scratch */
-    vt_kv kv;   /* [layer][position][n_head_kv * head_dim] in the cache dtype */
+    vt_kv kv;   /* [layer][kv head][position][head_dim] in the cache dtype */
     int32_t n_past;
 
     /* activations of one batch, [token][feature] */

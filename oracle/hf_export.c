@@ -125,9 +125,9 @@ static const name_row qwen3_names[] = {
  * split into q_proj, k_proj and v_proj by those rows. Both use grouped
  * query attention the same way (vt_attention: kv head h / (n_head /
  * n_head_kv); transformers' repeat_kv), and RoPE on the first
- * rope.dimension_count dimensions NeoX-style (vt_rope_neox; transformers'
- * rotate_half on rotary_dim = head_dim * partial_rotary_factor): no
- * permutation. */
+ * rope.dimension_count dimensions NeoX-style (vt_kernels.rope_neox;
+ * transformers' rotate_half on rotary_dim = head_dim *
+ * partial_rotary_factor): no permutation. */
 static const name_row qwen35_names[] = {
     { "token_embd.weight", "model.embed_tokens.weight", ANY_LAYER, X_COPY },
     { "output_norm.weight", "model.norm.weight", ANY_LAYER, X_NORM },

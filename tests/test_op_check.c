@@ -4,6 +4,7 @@
 
 #include "engine/codec.h"
 #include "engine/engine_op.h"
+#include "engine/kernels.h" /* VT_ATT_HEADS */
 #include "oracle/op_check.h"
 #include "common/vt_rng.h"
 
@@ -585,8 +586,12 @@ static void attention_reference(const float *q, const float *k, const float *v, 
 Test(op, attention_keeps_its_reduction_order_at_every_kernel_set)
 {
     static const int hds[] = { 16, 100, 128 }, keys[] = { 1, 5, 63, 64, 65, 200 };
+    /* query heads sharing the key/value head: one, a pair, more than the
+     * VT_ATT_HEADS computed together */
+    static const int heads[] = { 1, 2, VT_ATT_HEADS + 2 };
+    enum { MAX_HEADS = VT_ATT_HEADS + 2 };
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
-    static float q[128], k[200 * 128], v[200 * 128], want[128], got[128];
+    static float q[MAX_HEADS * 128], k[200 * 128], v[200 * 128], want[MAX_HEADS * 128], got[MAX_HEADS * 128];
     vt_rng r;
     vt_rng_seed(&r, 91);
     vt_error err;
@@ -598,23 +603,26 @@ Test(op, attention_keeps_its_reduction_order_at_every_kernel_set)
         for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
             for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++)
                 for (int threads = 1; threads <= 2; threads++) {
-                    const int hd = hds[hi], n = keys[ki];
-                    for (int i = 0; i < hd; i++)
+                    const int hd = hds[hi], n = keys[ki], nh = heads[(hi + ki + (size_t)threads) % 3];
+                    for (int i = 0; i < hd * nh; i++)
                         q[i] = (float)vt_rng_normal(&r);
                     for (int i = 0; i < n * hd; i++) {
                         k[i] = (float)vt_rng_normal(&r);
                         v[i] = (float)vt_rng_normal(&r) * (i % 7 == 0 ? 1000.0f : 1.0f); /* cancellation */
                     }
-                    attention_reference(q, k, v, n, hd, want);
+                    for (int h = 0; h < nh; h++)
+                        attention_reference(q + h * hd, k, v, n, hd, want + h * hd);
                     memset(got, 0xff, sizeof got);
                     vt_error_clear(&err);
-                    cr_assert_eq(vt_engine_attention(q, k, v, n, hd, threads, got, &err), 0, "%s", err.msg);
-                    cr_assert_eq(memcmp(want, got, (size_t)hd * sizeof(float)), 0,
-                                 "%s: %d keys of %d, %d threads: attention differs", isas[ii], n, hd, threads);
+                    cr_assert_eq(vt_engine_attention(q, k, v, n, hd, nh, threads, got, &err), 0, "%s", err.msg);
+                    cr_assert_eq(memcmp(want, got, (size_t)(hd * nh) * sizeof(float)), 0,
+                                 "%s: %d keys of %d, %d heads, %d threads: attention differs", isas[ii], n, hd, nh,
+                                 threads);
                     compared++;
                 }
     }
     unsetenv("VT_ENGINE_ISA");
     cr_assert_geq(compared, 2 * 3 * 6 * 2); /* c and sse2 run everywhere (x86-64) */
-    cr_assert_eq(vt_engine_attention(q, k, v, 0, 16, 1, got, &err), VT_EINPUT);
+    cr_assert_eq(vt_engine_attention(q, k, v, 0, 16, 1, 1, got, &err), VT_EINPUT);
+    cr_assert_eq(vt_engine_attention(q, k, v, 1, 16, 0, 1, got, &err), VT_EINPUT);
 }
