@@ -41,6 +41,11 @@ const vt_int_dot_fn *vt_int_dot_of(const vt_cpu *c, const vt_mat *w, vt_act_type
 size_t vt_act_block_row_bytes(vt_act_type act, int64_t n);
 /* One token's activation quantized to act's blocks, as ggml's x86 build. */
 void vt_act_quantize_row(vt_act_type act, const float *x, uint8_t *dst, int64_t n);
+#ifdef VT_X86
+/* vt_act_quantize_row for VT_ACT_Q8_K, the same bytes, in AVX-512: only
+ * where the kernel set has vnni (n a multiple of 256). */
+void vt_act_quantize_q8_k_avx512(const float *x, uint8_t *dst, int64_t n);
+#endif
 
 /* A matrix kernel: rows [r0, r1) of w against n_tok tokens of an activation
  * in the wide layout (vt_act_quantize_wide) or in its plain blocks (as the

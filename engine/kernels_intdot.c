@@ -351,6 +351,49 @@ VT_VNNI_TARGET static uint16_t q8_0_quant_block_avx512(const float *x, int8_t *q
     _mm_storeu_si128((__m128i *)(void *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, v))));
     return vt_f32_to_f16_bits(amax / 127.0f);
 }
+
+/* vt_q8_k_block_write in AVX-512, for whole rows of 256-element blocks:
+ * the same largest magnitude (exact in any order; a NaN element skipped,
+ * as the scalar comparison skips it), its first occurrence's value as max,
+ * the same products and round-to-nearest by the 1.5 * 2^23 shift, the same
+ * sums of 16. Called only where the kernel set has vnni (this target). */
+VT_VNNI_TARGET void vt_act_quantize_q8_k_avx512(const float *x, uint8_t *dst, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++, x += 256, dst += VT_Q8_K_BYTES) {
+        __m512 m = _mm512_setzero_ps();
+        for (int j = 0; j < 256; j += 16)
+            m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + j)), m); /* NaN: m kept */
+        const float amax = _mm512_reduce_max_ps(m);
+        if (amax == 0.0f) {
+            memset(dst, 0, VT_Q8_K_BYTES);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 256; j += 16) {
+            const __mmask16 at = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + j)), _mm512_set1_ps(amax),
+                                                    _CMP_EQ_OQ);
+            if (at) {
+                max = x[j + __builtin_ctz(at)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m512 is = _mm512_set1_ps(iscale), shift = _mm512_set1_ps(12582912.0f);
+        for (int g = 0; g < 16; g++) {
+            const __m512 f = _mm512_add_ps(_mm512_mul_ps(is, _mm512_loadu_ps(x + 16 * g)), shift);
+            __m512i v = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x007fffff)),
+                                         _mm512_set1_epi32(0x00400000));
+            v = _mm512_min_epi32(v, _mm512_set1_epi32(127));
+            _mm_storeu_si128((__m128i *)(void *)(dst + 4 + 16 * g), _mm512_cvtepi32_epi8(v));
+            const uint16_t s = (uint16_t)(int16_t)_mm512_reduce_add_epi32(v);
+            dst[260 + 2 * g] = (uint8_t)(s & 0xff);
+            dst[261 + 2 * g] = (uint8_t)(s >> 8);
+        }
+        const uint32_t d = vt_f32_bits(1 / iscale);
+        for (int k = 0; k < 4; k++)
+            dst[k] = (uint8_t)(d >> (8 * k));
+    }
+}
 #endif
 
 /* The wide layout is only made for the VNNI kernels, so the AVX-512

@@ -151,8 +151,15 @@ static void activation_for(vt_cpu *c, mm_job *job, int i, const float *x, int64_
     if (packed) {
         uint8_t *dst = (uint8_t *)c->xq[i];
         const size_t xrow = vt_act_block_row_bytes(w->act, w->cols);
-        for (int64_t tok = 0; tok < n_tok; tok++)
+        for (int64_t tok = 0; tok < n_tok; tok++) {
+#ifdef VT_X86
+            if (w->act == VT_ACT_Q8_K && c->k.vnni) {
+                vt_act_quantize_q8_k_avx512(x + tok * w->cols, dst + (size_t)tok * xrow, w->cols);
+                continue;
+            }
+#endif
             vt_act_quantize_row(w->act, x + tok * w->cols, dst + (size_t)tok * xrow, w->cols);
+        }
         t->xb = dst;
         return;
     }

@@ -1046,6 +1046,44 @@ Test(modes, activation_rounding_matches_ggml_cpu_quantizers)
     dlclose(lib);
 }
 
+#ifdef VT_X86
+/* The AVX-512 Q8_K quantizer (a decode step's activation for the K-quant
+ * products) writes the scalar one's bytes, on rows made to catch it out:
+ * a maximum met as +a and -a (the first one's sign sets the scale), NaN
+ * elements (skipped), zero and -0 blocks, values landing on .5. */
+Test(modes, q8_k_avx512_quantizer_writes_the_scalar_bytes)
+{
+    if (!vt_kernels_pick().vnni)
+        cr_skip_test("this CPU has not got the AVX-512 VNNI kernel set");
+    enum { N = 2048 };
+    static float x[N];
+    static uint8_t want[N / 256 * VT_Q8_K_BYTES], got[N / 256 * VT_Q8_K_BYTES];
+    vt_rng r;
+    vt_rng_seed(&r, 71);
+    for (int cls = 0; cls < 6; cls++) {
+        for (int i = 0; i < N; i++) {
+            switch (cls) {
+            case 0: x[i] = (float)vt_rng_normal(&r); break;
+            case 1: x[i] = (float)(vt_rng_normal(&r) * exp(4 * vt_rng_normal(&r))); break;
+            case 2: x[i] = (i / 256) % 2 ? ((i % 3) ? 0.0f : -0.0f) : (float)vt_rng_normal(&r); break;
+            case 3: x[i] = (i % 97 == 5) ? NAN : (float)vt_rng_normal(&r); break;
+            case 4: x[i] = (float)((i % 254) - 127) + 0.5f; break; /* scale 1: ties */
+            default: x[i] = (float)vt_rng_uniform(&r) - 0.5f; break;
+            }
+        }
+        if (cls == 5) /* the largest magnitude twice per block, the sign of its first */
+            for (int b = 0; b < N / 256; b++) {
+                x[b * 256 + 10 + b] = (b % 2 ? 3.0f : -3.0f);
+                x[b * 256 + 200 - b] = (b % 2 ? -3.0f : 3.0f);
+            }
+        vt_act_quantize_row(VT_ACT_Q8_K, x, want, N);
+        memset(got, 0xa5, sizeof got);
+        vt_act_quantize_q8_k_avx512(x, got, N);
+        cr_assert_eq(memcmp(want, got, sizeof want), 0, "Q8_K rows differ, class %d", cls);
+    }
+}
+#endif
+
 /* ---------------------------------------------------------------------
  * Errors
  * --------------------------------------------------------------------- */
