@@ -337,19 +337,35 @@ size_t vt_act_wide_bytes(int64_t n_tok, int64_t n)
 #ifdef VT_X86
 #define VT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,f16c,fma")))
 
-/* vt_q8_0_quant_block in AVX-512: the same maximum (exact in any order;
- * a NaN element is skipped as fmaxf skips it), the same products x * id
- * rounded to nearest even; returns d's F16 bits. */
-VT_VNNI_TARGET static uint16_t q8_0_quant_block_avx512(const float *x, int8_t *q)
+/* One token's half of a wide pair block (vt_act_quantize_wide's layout)
+ * from 32 floats: vt_q8_0_quant_block's values in AVX-512 (the same
+ * maximum, exact in any order, a NaN element skipped as fmaxf skips it; the
+ * same products x * id rounded to nearest even; d through F16), and the
+ * eight offset sums and the block sum from the same integers in registers
+ * (integer sums: any order). */
+VT_VNNI_TARGET static void q8_0_wide_half_avx512(const float *x, uint8_t *blk, int s)
 {
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
     const __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
     const float amax = _mm512_reduce_max_ps(m);
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const __m512 v = _mm512_set1_ps(id);
-    _mm_storeu_si128((__m128i *)(void *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, v))));
-    _mm_storeu_si128((__m128i *)(void *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, v))));
-    return vt_f32_to_f16_bits(amax / 127.0f);
+    const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, v)), r1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, v));
+    _mm_storeu_si128((__m128i *)(void *)(blk + 32 * s), _mm512_cvtepi32_epi8(r0));
+    _mm_storeu_si128((__m128i *)(void *)(blk + 32 * s + 16), _mm512_cvtepi32_epi8(r1));
+    /* each 128-bit lane holds four consecutive values: its sum in every slot */
+    __m512i t0 = _mm512_add_epi32(r0, _mm512_shuffle_epi32(r0, _MM_PERM_BADC));
+    __m512i t1 = _mm512_add_epi32(r1, _mm512_shuffle_epi32(r1, _MM_PERM_BADC));
+    t0 = _mm512_add_epi32(t0, _mm512_shuffle_epi32(t0, _MM_PERM_CDAB));
+    t1 = _mm512_add_epi32(t1, _mm512_shuffle_epi32(t1, _MM_PERM_CDAB));
+    const __m512i sums = _mm512_permutex2var_epi32(
+        t0, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), t1);
+    _mm256_storeu_si256((__m256i *)(void *)(blk + 64 + 32 * s),
+                        _mm512_castsi512_si256(_mm512_mullo_epi32(sums, _mm512_set1_epi32(-128))));
+    const float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0)); /* F16C: vt_f32_to_f16_bits' rounding */
+    memcpy(blk + 128 + 4 * s, &d, 4);
+    const int32_t s8 = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(r0, r1));
+    memcpy(blk + 136 + 4 * s, &s8, 4);
 }
 
 /* vt_q8_k_block_write in AVX-512, for whole rows of 256-element blocks:
@@ -407,12 +423,11 @@ void vt_act_quantize_wide(const float *x, int64_t n_tok, int64_t n, uint8_t *dst
         const int s = (int)(t % 2);
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *blk = dst + (size_t)((t / 2) * nb + b) * VT_WIDE_PAIR_BYTES;
-            int8_t q[32];
 #ifdef VT_X86
-            const float d = vt_half_bits_to_f32(q8_0_quant_block_avx512(x + t * n + b * 32, q));
+            q8_0_wide_half_avx512(x + t * n + b * 32, blk, s);
 #else
+            int8_t q[32];
             const float d = vt_half_bits_to_f32(vt_q8_0_quant_block(x + t * n + b * 32, q));
-#endif
             memcpy(blk + 32 * s, q, 32);
             for (int m = 0; m < 8; m++) {
                 const int32_t ls = -128 * (q[4 * m] + q[4 * m + 1] + q[4 * m + 2] + q[4 * m + 3]);
@@ -424,6 +439,7 @@ void vt_act_quantize_wide(const float *x, int64_t n_tok, int64_t n, uint8_t *dst
                 sum += q[j];
             const int32_t s8 = -8 * sum;
             memcpy(blk + 136 + 4 * s, &s8, 4);
+#endif
         }
     }
 }
