@@ -341,6 +341,47 @@ __attribute__((target("avx512f"))) static inline __m512 expf16_avx512(__m512 x)
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, n, _CMP_UNORD_Q), r, n);
 }
 
+/* Attention's values (vt_kernels.attend_values), sixteen outputs at a
+ * time: the partial sum of row r (keys j = r mod 64, in key order, from
+ * +0) is kept in a register over its keys instead of read and written in
+ * memory for each key, sixteen rows side by side; the four groups of
+ * sixteen meet in buf and are added as kernels_kv.c's attention_reduce
+ * adds them. Columns past hd load as zeros and are not stored. */
+__attribute__((target("avx512f"))) static void attend_values_avx512(const float *v, int64_t ldv, const float *p,
+                                                                   int32_t n, int64_t hd, float *buf,
+                                                                   float *out)
+{
+    for (int64_t d0 = 0; d0 < hd; d0 += 16) {
+        const __mmask16 m = hd - d0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (hd - d0)) - 1);
+        for (int i = 0; i < 4; i++) {
+            __m512 a[16];
+            for (int k = 0; k < 16; k++)
+                a[k] = _mm512_setzero_ps();
+            for (int32_t j0 = 16 * i; j0 < n; j0 += 64) {
+#pragma GCC unroll 16
+                for (int k = 0; k < 16; k++)
+                    if (j0 + k < n)
+                        a[k] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, v + (size_t)(j0 + k) * (size_t)ldv + d0),
+                                               _mm512_set1_ps(p[j0 + k]), a[k]);
+            }
+            for (int k = 0; k < 16; k++)
+                _mm512_storeu_ps(buf + 16 * (16 * i + k), a[k]);
+        }
+        __m512 l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(buf + 16 * k), _mm512_loadu_ps(buf + 16 * (k + 32))),
+                                 _mm512_add_ps(_mm512_loadu_ps(buf + 16 * (k + 16)),
+                                               _mm512_loadu_ps(buf + 16 * (k + 48))));
+        for (int k = 0; k < 8; k++)
+            l[k] = _mm512_add_ps(l[k], l[k + 8]);
+        for (int k = 0; k < 4; k++)
+            l[k] = _mm512_add_ps(l[k], l[k + 4]);
+        l[0] = _mm512_add_ps(l[0], l[2]);
+        l[1] = _mm512_add_ps(l[1], l[3]);
+        _mm512_mask_storeu_ps(out + d0, m, _mm512_add_ps(l[0], l[1]));
+    }
+}
+
 /* exp_sum_body, swiglu_body and silu_body sixteen lanes at a time (gcc
  * leaves their scalar bodies scalar: expf16_body branches). */
 __attribute__((target("avx512f"))) static double exp_sum_avx512(float *x, int64_t n, float max)
@@ -511,7 +552,8 @@ vt_kernels vt_kernels_pick(void)
                                        .tile = tile_avx512, .dot_bf16 = dot_bf16_fma, .axpy = axpy_avx512,
                                        .fmadd = fmadd_avx512, .exp_sum = exp_sum_avx512,
                                        .swiglu = swiglu_avx512, .silu = silu_avx512, .rope_neox = rope_neox_fma,
-                                       .fma = 1, .bf16_rows = matmul_bf16_avx512 };
+                                       .attend_values = attend_values_avx512, .fma = 1,
+                                       .bf16_rows = matmul_bf16_avx512 };
     vt_kernels avx512vnni = avx512; /* and the integer matrix kernels */
     avx512vnni.isa = "avx512vnni";
     avx512vnni.vnni = 1;

@@ -199,6 +199,7 @@ static void attention_worker(void *ctx, int ith, int nth)
             for (; j + 4 <= n_keys; j += 4) {
                 const size_t at = head_at + (size_t)j * (size_t)hd;
                 prefetch_rows(kv->k, kv->elem, head_at, hd, j + ATT_PREFETCH_ROWS, 4, n_keys);
+                prefetch_rows(kv->v, kv->elem, head_at, hd, j + ATT_PREFETCH_ROWS, 4, n_keys);
                 const float *k;
                 int64_t ldkr;
                 if (kv->dtype == VT_CACHE_F32) {
@@ -234,16 +235,21 @@ static void attention_worker(void *ctx, int ith, int nth)
              * Accumulator row j mod 64 holds lane j mod 16 of partial sum
              * (j mod 64) / 16, updated in position order. */
             for (int32_t g = 0; g < nh; g++) {
+                float *pg = scores + g * lds, *out = a->out + t * a->ldo + (h0 + g) * hd;
+                for (j = 0; j < n_keys; j++)
+                    pg[j] *= inv[g];
+                if (c->k.attend_values && kv->dtype == VT_CACHE_F32) {
+                    c->k.attend_values((const float *)kv->v + head_at, hd, pg, n_keys, hd, acc, out);
+                    continue;
+                }
                 /* one head at a time: its 64 rows stay in L1, the values
                  * come again from L2 */
                 memset(acc, 0, (size_t)rows_used * (size_t)ldk * sizeof *acc);
                 for (j = 0; j < n_keys; j++) {
-                    if (g == 0)
-                        prefetch_rows(kv->v, kv->elem, head_at, hd, j + ATT_PREFETCH_ROWS, 1, n_keys);
                     const float *v = cache_load(kv, kv->v, head_at + (size_t)j * (size_t)hd, hd, vbuf);
-                    c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk, v, scores[g * lds + j] * inv[g], hd);
+                    c->k.fmadd(acc + (size_t)(j & 63) * (size_t)ldk, v, pg[j], hd);
                 }
-                attention_reduce(acc, rows_used, ldk, hd, a->out + t * a->ldo + (h0 + g) * hd);
+                attention_reduce(acc, rows_used, ldk, hd, out);
             }
         }
     }
