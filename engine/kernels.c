@@ -74,6 +74,18 @@ void vt_rmsnorm_rows(float *out, const float *x, const float *w, int64_t n_rows,
         vt_rmsnorm(out + t * n, x + t * n, w, n, eps);
 }
 
+void vt_qk_norm_rope(const vt_cpu *c, float *q, float *k, const float *q_norm, const float *k_norm,
+                     int32_t n_head, int32_t n_head_kv, int64_t head_dim, int64_t n_rot, const float *cs,
+                     float eps)
+{
+    vt_rmsnorm_rows(q, q, q_norm, n_head, head_dim, eps);
+    vt_rmsnorm_rows(k, k, k_norm, n_head_kv, head_dim, eps);
+    for (int32_t h = 0; h < n_head; h++)
+        c->k.rope_neox(q + h * head_dim, cs, n_rot);
+    for (int32_t h = 0; h < n_head_kv; h++)
+        c->k.rope_neox(k + h * head_dim, cs, n_rot);
+}
+
 void vt_add(float *x, const float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)

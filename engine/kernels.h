@@ -254,6 +254,13 @@ void vt_embed(const vt_mat *embd, const int32_t *tokens, int64_t n_tok, int64_t 
 void vt_rmsnorm_rows(float *out, const float *x, const float *w, int64_t n_rows, int64_t n,
                      float eps);
 
+/* One token's query and key heads (n_head and n_head_kv rows of head_dim
+ * in q and k): each RMSNorm'd over head_dim in place (q_norm, k_norm), then
+ * NeoX RoPE on its first n_rot elements by the angles cs. */
+void vt_qk_norm_rope(const vt_cpu *c, float *q, float *k, const float *q_norm, const float *k_norm,
+                     int32_t n_head, int32_t n_head_kv, int64_t head_dim, int64_t n_rot, const float *cs,
+                     float eps);
+
 /* x += y, element by element. */
 void vt_add(float *x, const float *y, int64_t n);
 

@@ -269,9 +269,8 @@ int vt_cpu_start(vt_cpu *c, int64_t max_in, int64_t head_dim, size_t extra, cons
         ok = ok && c->xq[i];
     }
     /* Per-thread slices, each a multiple of 16 floats (64 bytes) so threads
-     * never share a cache line. */
-    /* attention (kernels_kv.c): VT_ATT_HEADS rows of scores; 4 key rows, a
-     * value row and 64 rows of partial sums */
+     * never share a cache line; attention's part (kernels_kv.c): VT_ATT_HEADS
+     * rows of scores, 4 key rows, a value row and 64 rows of partial sums. */
     c->scratch_extra_at = vt_round_up(4 * (size_t)max_in, 16) +
                           (hd ? VT_ATT_HEADS * vt_round_up((size_t)c->n_ctx, 16) + 69 * vt_round_up(hd, 16) : 0);
     c->scratch_stride = c->scratch_extra_at + vt_round_up(extra, 16);

@@ -243,12 +243,8 @@ static void forward_batch(void *model, const int32_t *tokens, int64_t n_tok, int
          *    go into the cache at their positions. */
         for (int64_t t = 0; t < n_tok; t++) {
             const float *cs = m->rope + t * hd;
-            vt_rmsnorm_rows(m->q + t * qd, m->q + t * qd, L->q_norm, hp->n_head, hd, hp->rms_eps);
-            vt_rmsnorm_rows(m->kb + t * kvd, m->kb + t * kvd, L->k_norm, hp->n_head_kv, hd, hp->rms_eps);
-            for (int32_t h = 0; h < hp->n_head; h++)
-                c->k.rope_neox(m->q + t * qd + h * hd, cs, hd);
-            for (int32_t h = 0; h < hp->n_head_kv; h++)
-                c->k.rope_neox(m->kb + t * kvd + h * hd, cs, hd);
+            vt_qk_norm_rope(c, m->q + t * qd, m->kb + t * kvd, L->q_norm, L->k_norm, hp->n_head,
+                            hp->n_head_kv, hd, hd, cs, hp->rms_eps);
             vt_kv_store(&m->kv, l, pos0 + (int32_t)t, m->kb + t * kvd, m->vb + t * kvd);
         }
 

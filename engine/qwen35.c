@@ -569,12 +569,8 @@ static void attention_mixer(vt_qwen35 *m, const vt_q35_layer *L, int64_t n_tok)
             memcpy(q, src, (size_t)hd * sizeof *q);
             memcpy(m->qgate + t * qd + h * hd, src + hd, (size_t)hd * sizeof *q);
         }
-        vt_rmsnorm_rows(m->q + t * qd, m->q + t * qd, L->q_norm, hp->n_head, hd, hp->rms_eps);
-        vt_rmsnorm_rows(m->kb + t * kvd, m->kb + t * kvd, L->k_norm, hp->n_head_kv, hd, hp->rms_eps);
-        for (int32_t h = 0; h < hp->n_head; h++)
-            c->k.rope_neox(m->q + t * qd + h * hd, cs, nr);
-        for (int32_t h = 0; h < hp->n_head_kv; h++)
-            c->k.rope_neox(m->kb + t * kvd + h * hd, cs, nr);
+        vt_qk_norm_rope(c, m->q + t * qd, m->kb + t * kvd, L->q_norm, L->k_norm, hp->n_head, hp->n_head_kv,
+                        hd, nr, cs, hp->rms_eps);
         vt_kv_store(&m->kv, L->slot, pos0 + (int32_t)t, m->kb + t * kvd, m->vb + t * kvd);
     }
 
