@@ -80,4 +80,35 @@ VT_HD void rope_neox_pair(float *x0, float *x1, float c, float s)
     *x1 = fmaf(a, s, b * c);
 }
 
+/* RMSNorm's mean (float)(s / n), where s is the serial double sum
+ * ((a0 + a1) + a2) + ... of n terms a_i >= 0 (vt_rmsnorm's, ggml's), from
+ * their sum t in any other order, where that is certain. Any order of
+ * additions of n terms >= 0 is within (n-1)u / (1 - (n-1)u) of the exact
+ * sum, relative (u = 2^-53; Higham, Accuracy and Stability of Numerical
+ * Algorithms, 4.2; adding an exact zero adds no error), so s lies within
+ * t (1 -+ d) for d = 8 (n + 64) u, twice what the two bounds ask, which also
+ * covers the rounding of lo and hi themselves. Division by n and the
+ * conversion to float are monotone: when both ends give the same float, s
+ * gives it too. Else (an interval across a float's rounding boundary,
+ * about once in 40,000 sums of 1024 terms), and for t not finite, huge or
+ * so small that t d underflows, it returns 0 and the caller sums in order.
+ * A sum of terms >= 0 is 0 only when every term is. */
+VT_HD int mean_of_any_order_sum(double t, int64_t n, float *mean)
+{
+    if (n < 1 || n > ((int64_t)1 << 40) || !(t >= 0.0 && t <= 0x1p1000))
+        return 0; /* NaN, infinity, negative or near overflow */
+    if (t == 0.0) {
+        *mean = 0.0f;
+        return 1;
+    }
+    if (t < 0x1p-900)
+        return 0;
+    const double d = (double)(n + 64) * 0x1p-50;
+    const float lo = (float)((t - t * d) / (double)n), hi = (float)((t + t * d) / (double)n);
+    if (lo != hi)
+        return 0;
+    *mean = lo;
+    return 1;
+}
+
 #endif

@@ -138,6 +138,116 @@ Test(fp8, matches_brute_force_nearest_on_a_sweep_of_floats)
     }
 }
 
+/* ---------------------------------------------------------------------
+ * RMSNorm's mean from a sum in another order (mean_of_any_order_sum, the
+ * GPU's stand-in for the serial double sum)
+ * --------------------------------------------------------------------- */
+
+static double serial_sum(const float *a, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)a[i];
+    return s;
+}
+
+/* The GPU's order: 256 threads striding, a butterfly over each warp of 32,
+ * then the eight warps' sums in turn. */
+static double gpu_order_sum(const float *a, int64_t n)
+{
+    double part[256] = { 0 };
+    for (int t = 0; t < 256; t++)
+        for (int64_t i = t; i < n; i += 256)
+            part[t] += (double)a[i];
+    for (int o = 16; o; o >>= 1) {
+        double next[256];
+        for (int t = 0; t < 256; t++)
+            next[t] = part[t] + part[t ^ o];
+        memcpy(part, next, sizeof part);
+    }
+    double tree = 0.0;
+    for (int k = 0; k < 8; k++)
+        tree += part[32 * k];
+    return tree;
+}
+
+Test(rmsnorm_mean, any_order_sum_stands_in_only_when_the_serial_mean_is_certain)
+{
+    static const int64_t ns[] = { 1, 2, 7, 128, 256, 1000, 1024, 3072, 4096 };
+    static float a[4096];
+    vt_rng rng;
+    vt_rng_seed(&rng, 20261204);
+    int tried = 0, taken = 0;
+    for (int rep = 0; rep < 400; rep++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            const int64_t n = ns[k];
+            const int spread = rep % 4 == 0 ? 40 : 6; /* squares over 2^80 or 2^12 */
+            for (int64_t i = 0; i < n; i++) {
+                const float v = (float)(vt_rng_normal(&rng) * ldexp(1.0, (int)(vt_rng_next(&rng) % spread) - spread / 2));
+                a[i] = v * v; /* a float square, as the kernels' sq[] */
+            }
+            const float want = (float)(serial_sum(a, n) / (double)n);
+            double rev = 0.0;
+            for (int64_t i = n - 1; i >= 0; i--)
+                rev += (double)a[i];
+            const double sums[3] = { gpu_order_sum(a, n), rev, serial_sum(a, n) };
+            for (int o = 0; o < 3; o++) {
+                float mean = -1.0f;
+                tried++;
+                if (mean_of_any_order_sum(sums[o], n, &mean)) {
+                    taken++;
+                    cr_assert_eq(bits_of(mean), bits_of(want), "n %lld order %d: %a, the serial mean %a", (long long)n,
+                                 o, (double)mean, (double)want);
+                }
+            }
+        }
+    /* the point of it: the tree sum stands in almost always */
+    cr_assert_geq(taken, tried - tried / 100, "taken %d of %d", taken, tried);
+}
+
+Test(rmsnorm_mean, a_sum_near_a_rounding_boundary_is_refused)
+{
+    static const int64_t ns[] = { 2, 128, 1024, 3072 };
+    static const float means[] = { 1.0f, 0.3f, 7.25e-3f, 1234.5f, 3e-20f };
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (size_t m = 0; m < sizeof means / sizeof means[0]; m++) {
+            const int64_t n = ns[k];
+            const float f = means[m];
+            /* b: the least double sum whose mean rounds above f */
+            double b = ((double)f + (double)nextafterf(f, INFINITY)) / 2 * (double)n;
+            while ((float)(b / (double)n) > f)
+                b = nextafter(b, 0.0);
+            while ((float)(b / (double)n) <= f)
+                b = nextafter(b, INFINITY);
+            /* a serial sum may lie up to about 2(n-1)u from any other order's sum, relative: every
+             * t that close to b could be either side of it */
+            const double reach = 2.0 * (double)(n - 1) * 0x1p-53;
+            for (int s = -100; s <= 100; s++) {
+                const double t = b * (1.0 + reach * s / 100.0);
+                float mean;
+                cr_assert_eq(mean_of_any_order_sum(t, n, &mean), 0, "n %lld, t %a (%d%% of the reach from %a) taken as %a",
+                             (long long)n, t, s, b, (double)mean);
+            }
+            /* and far from it, taken */
+            float mean;
+            cr_assert(mean_of_any_order_sum(b * (1.0 + 1e-4), n, &mean));
+            cr_assert(mean_of_any_order_sum(b * (1.0 - 1e-4), n, &mean));
+        }
+}
+
+Test(rmsnorm_mean, zero_is_taken_and_what_is_not_a_sum_of_squares_is_refused)
+{
+    float mean = -1.0f;
+    cr_assert(mean_of_any_order_sum(0.0, 1024, &mean));
+    cr_assert_eq(bits_of(mean), 0u);
+    cr_assert_not(mean_of_any_order_sum(NAN, 1024, &mean));
+    cr_assert_not(mean_of_any_order_sum(INFINITY, 1024, &mean));
+    cr_assert_not(mean_of_any_order_sum(-1.0, 1024, &mean));
+    cr_assert_not(mean_of_any_order_sum(0x1p1001, 1024, &mean)); /* near overflow */
+    cr_assert_not(mean_of_any_order_sum(0x1p-950, 1024, &mean)); /* t d would underflow */
+    cr_assert_not(mean_of_any_order_sum(1.0, 0, &mean));
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 

@@ -63,7 +63,7 @@ struct vt_gpu {
     uint64_t launches, copies; /* host launches, host<->device copies: the benchmark's counts */
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* products launched early (CUDA, compute 9+; VT_GPU_PDL=0: not) */
-    int mv1;                   /* one-token Q8_0 products by k_mv1_q8_0 (VT_GPU_MV1=0: by k_matvec_int) */
+    int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
@@ -632,50 +632,36 @@ __device__ static double sum_in_order(const float *sq, int64_t n)
     return sum;
 }
 
-/* The same sum of squares (sq >= 0, or NaN) by every thread of the block,
- * most often without the serial chain. Each square is a whole multiple of
- * u, the smallest float ulp among the nonzero ones, so every partial sum
- * below 2^53 u is exact in double, in any order. A sum that rounded
- * somewhere is at least 2^53 u: its first rounding needs an exact sum of
- * at least that, and adding numbers >= 0 never goes below it. So a tree
- * sum below 2^53 u is exact, and is then the serial sum's very bits; else
- * (or inf, NaN) thread 0 runs the serial loop. Every thread calls it. */
-__device__ static double sum_squares_as_serial(const float *sq, int64_t n)
+/* The mean (float)(sum / n) of the squares sq[0..n) (>= 0, or NaN) with
+ * sum their serial double sum, as vt_rmsnorm computes it, by every thread
+ * of the block: a tree sum stands in for the serial one wherever
+ * mean_of_any_order_sum (engine_math.h) shows it gives the same float;
+ * else (about once in 40,000 rows of 1024, and for inf or NaN) thread 0
+ * runs the serial loop. Every thread calls it. */
+__device__ static float mean_square_as_serial(const float *sq, int64_t n)
 {
-    __shared__ double part_s[32], sum_s;
-    __shared__ int emin_s[32];
+    __shared__ double part_s[32];
+    __shared__ float mean_s;
     double part = 0.0;
-    int emin = 255;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const float t = sq[i];
-        part += (double)t;
-        const int e = (int)((vt_f32_bits(t) >> 23) & 0xff);
-        if (t != 0.0f)
-            emin = min(emin, e ? e : 1); /* subnormals: the ulp of exponent 1 */
-    }
-    for (int o = 16; o; o >>= 1) {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        part += (double)sq[i];
+    for (int o = 16; o; o >>= 1)
         part += SHFL_XOR(part, o, 32);
-        emin = min(emin, SHFL_XOR(emin, o, 32));
-    }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    if (lane == 0) {
+    if (lane == 0)
         part_s[warp] = part;
-        emin_s[warp] = emin;
-    }
     __syncthreads();
     if (threadIdx.x == 0) {
         double tree = 0.0;
-        int e = 255;
-        for (int w = 0; w < warps; w++) {
+        for (int w = 0; w < warps; w++)
             tree += part_s[w];
-            e = min(e, emin_s[w]);
-        }
-        /* u = 2^(e - 127 - 23); 2^53 u = 2^(e - 97), a normal double */
-        const double bound = __longlong_as_double((long long)(e - 97 + 1023) << 52);
-        sum_s = tree < bound ? tree : sum_in_order(sq, n);
+        float mean;
+        if (!mean_of_any_order_sum(tree, n, &mean))
+            mean = (float)(sum_in_order(sq, n) / (double)n);
+        mean_s = mean;
     }
     __syncthreads();
-    return sum_s;
+    return mean_s;
 }
 
 /* One block per row: every thread squares (the CPU's float products) into
@@ -690,9 +676,9 @@ __global__ static void k_rmsnorm(float *out, const float *x, const float *w, int
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
         sq[i] = xr[i] * xr[i];
     __syncthreads();
-    const double sum = sum_squares_as_serial(sq, n);
+    const float mean = mean_square_as_serial(sq, n);
     if (threadIdx.x == 0)
-        scale_s = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+        scale_s = 1.0f / sqrtf(mean + eps);
     __syncthreads();
     const float scale = scale_s;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -1182,6 +1168,37 @@ static size_t mv1_shm(int R, size_t row_bytes, int64_t cols, int64_t nb)
     return (size_t)R * row_bytes + (size_t)cols + (size_t)nb * 4 + (size_t)R * (size_t)nb * 4 * (1 + 8);
 }
 
+/* Step 1 of the one-token products: the block's R rows (from row0) into
+ * shared memory, eight 16-byte loads a thread in flight before their
+ * stores; rows past the last are left unwritten. */
+template <int R>
+__device__ static inline void mv1_copy_rows(const mv_parts &parts, size_t row_bytes, int64_t row0, int64_t total_rows,
+                                            uint8_t *rows)
+{
+    const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
+    for (unsigned k0 = 0; k0 < n_words; k0 += 8 * MV1_THREADS) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const unsigned k = k0 + (unsigned)u * MV1_THREADS + threadIdx.x;
+            v[u] = make_uint4(0, 0, 0, 0);
+            if (k < n_words) {
+                int64_t o = row0 + (int64_t)(k / words), ldy;
+                float *y;
+                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
+                if (d)
+                    v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const unsigned k = k0 + (unsigned)u * MV1_THREADS + threadIdx.x;
+            if (k < n_words)
+                ((uint4 *)rows)[k] = v[u];
+        }
+    }
+}
+
 template <int R>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
@@ -1194,30 +1211,9 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     float *sd = xd + nb;
     const int tid = threadIdx.x;
     const int64_t row0 = (int64_t)blockIdx.x * R;
-    const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
 
-    /* 1. the rows, eight loads a thread in flight before their stores */
-    for (unsigned k0 = 0; k0 < n_words; k0 += 8 * MV1_THREADS) {
-        uint4 v[8];
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const unsigned k = k0 + (unsigned)u * MV1_THREADS + (unsigned)tid;
-            v[u] = make_uint4(0, 0, 0, 0);
-            if (k < n_words) {
-                int64_t o = row0 + (int64_t)(k / words), ldy;
-                float *y;
-                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
-                if (d)
-                    v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const unsigned k = k0 + (unsigned)u * MV1_THREADS + (unsigned)tid;
-            if (k < n_words)
-                ((uint4 *)rows)[k] = v[u];
-        }
-    }
+    /* 1. the rows */
+    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
     GRID_WAIT(); /* x is the kernel ahead's output */
 
     /* 2. the activation: thread 4b + q takes elements 8q .. 8q + 7 of block b */
@@ -1291,6 +1287,90 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     }
 }
 
+/* The decode step's Q4_K product (one token, the repacked order's
+ * arithmetic, row_q4_k_r8's and vt_dot_q4_k_r8's): R rows a block of
+ * MV1_THREADS. In shared memory:
+ *   1. the block's R rows, copied before the kernel ahead is waited for;
+ *   2. the activation as Q8_K blocks (quantize_rows, one warp a block);
+ *   3. for every (row, superblock b, sub-block j) one thread: the 32-value
+ *      integer product times the sub-block's scale, and its min times the
+ *      activation's two sums of 16; the eight of a superblock added over
+ *      eight lanes (integers: any order is the same sum);
+ *   4. a row's two float chains over its superblocks in order by one
+ *      thread, as before: acc - mins. */
+static size_t mv1_q4_k_shm(int R, size_t row_bytes, int64_t nb)
+{
+    return (size_t)R * row_bytes + (size_t)nb * VT_Q8_K_BYTES + (size_t)R * (size_t)nb * 2 * sizeof(int);
+}
+
+template <int R>
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+{
+    extern __shared__ uint4 mv1_words[];
+    uint8_t *rows = (uint8_t *)mv1_words; /* row_bytes = 144 nb: 16-byte words */
+    uint8_t *xs = rows + (size_t)R * row_bytes;
+    int *isums = (int *)(xs + nb * VT_Q8_K_BYTES); /* 292 nb: 4-byte aligned */
+    int *imins = isums + (int64_t)R * nb;
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int64_t row0 = (int64_t)blockIdx.x * R;
+
+    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5, MV1_THREADS / 32);
+    __syncthreads();
+
+    /* 3. thread 8 (R nb-index) + j; every lane of a warp runs each round (the shuffles) */
+    const int items = R * (int)nb * 8;
+    for (int i0 = 0; i0 < items; i0 += MV1_THREADS) {
+        const int i = i0 + tid, j = i & 7, rb = i >> 3;
+        int isum = 0, imin = 0;
+        if (i < items) {
+            const int r = rb / (int)nb, b = rb - r * (int)nb;
+            const uint8_t *w = rows + (size_t)r * row_bytes + (size_t)b * 144;
+            const uint8_t *xb = xs + (size_t)b * VT_Q8_K_BYTES;
+            int sc, mn;
+            vt_k4_scale_min(w + 4, j, &sc, &mn);
+            const uint32_t *q = (const uint32_t *)(w + 16 + 32 * (j >> 1));
+            const int *q8 = (const int *)(xb + 4 + 32 * j);
+            const int shift = 4 * (j & 1);
+            int dot = 0;
+#pragma unroll
+            for (int p = 0; p < 8; p++)
+                dot = dot4_i8((int)((q[p] >> shift) & 0x0f0f0f0fu), q8[p], dot);
+            isum = sc * dot;
+            imin = mn * ((int)((const int16_t *)(xb + 260))[2 * j] + (int)((const int16_t *)(xb + 260))[2 * j + 1]);
+        }
+        for (int o = 1; o < 8; o <<= 1) {
+            isum += SHFL_XOR(isum, o, 32);
+            imin += SHFL_XOR(imin, o, 32);
+        }
+        if (i < items && j == 0) {
+            isums[rb] = isum;
+            imins[rb] = imin;
+        }
+    }
+    __syncthreads();
+
+    /* 4. the two chains of each row */
+    if (tid < R) {
+        int64_t o = row0 + tid, ldy;
+        float *y;
+        if (o < total_rows && part_row(parts, &o, &y, &ldy)) {
+            float acc = 0.0f, mins = 0.0f;
+            const uint8_t *w = rows + (size_t)tid * row_bytes;
+            for (int64_t b = 0; b < nb; b++) {
+                const float dx = *(const float *)(xs + (size_t)b * VT_Q8_K_BYTES);
+                const float dh = vt_half_bits_to_f32(((const uint16_t *)(w + b * 144))[0]);
+                const float mh = vt_half_bits_to_f32(((const uint16_t *)(w + b * 144))[1]);
+                acc = fmaf((float)isums[tid * nb + b], dh * dx, acc);
+                mins = fmaf((float)imins[tid * nb + b], mh * dx, mins);
+            }
+            y[o] = acc - mins;
+        }
+    }
+}
+
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
  * k_rmsnorm in one launch (the same operations, so the same bits). */
 __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
@@ -1307,9 +1387,9 @@ __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const
         sq[i] = v * v;
     }
     __syncthreads();
-    const double sum = sum_squares_as_serial(sq, n);
+    const float mean = mean_square_as_serial(sq, n);
     if (threadIdx.x == 0)
-        scale_s = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+        scale_s = 1.0f / sqrtf(mean + eps);
     __syncthreads();
     const float scale = scale_s;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -1354,9 +1434,9 @@ __global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, i
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
         sq[i] = x[i] * x[i];
     __syncthreads();
-    const double sum = sum_squares_as_serial(sq, hd);
+    const float mean = mean_square_as_serial(sq, hd);
     if (threadIdx.x == 0)
-        scale_s = 1.0f / sqrtf((float)(sum / (double)hd) + eps);
+        scale_s = 1.0f / sqrtf(mean + eps);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
         x[i] = x[i] * scale_s * w[i];
@@ -1605,9 +1685,8 @@ __global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, fl
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
         sq[i] = v[i] * v[i];
     __syncthreads();
-    const double sum = sum_squares_as_serial(sq, d);
+    const float mean = mean_square_as_serial(sq, d);
     if (threadIdx.x == 0) {
-        const float mean = (float)(sum / (double)d);
         scale_s = 1.0f / sqrtf(mean + eps / (float)d);
     }
     __syncthreads();
@@ -1725,9 +1804,8 @@ __global__ static void k_gated_norm(float *o, float *z, const float *w, int64_t 
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
         sq[i] = ov[i] * ov[i];
     __syncthreads();
-    const double sum = sum_squares_as_serial(sq, d);
+    const float mean = mean_square_as_serial(sq, d);
     if (threadIdx.x == 0) {
-        const float mean = (float)(sum / (double)d);
         scale_s = 1.0f / sqrtf(mean + eps);
     }
     __syncthreads();
@@ -2027,6 +2105,26 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
                 return launch_product(g, k_mv1_q8_0<8>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
                                       w->row_bytes, nb, x, rows);
             return launch_product(g, k_mv1_q8_0<2>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
+                                  w->row_bytes, nb, x, rows);
+        }
+    }
+    if (w->type == VT_TYPE_Q4_K && n_tok == 1 && g->mv1 && ((uintptr_t)x & 15) == 0) {
+        /* one token: k_mv1_q4_k, about one (row, superblock, sub-block) a thread, 16 rows a block for
+         * the output head */
+        const int R = rows > 65536 ? 16 : nb <= 4 ? 8 : nb <= 8 ? 4 : 2;
+        const size_t shm1 = mv1_q4_k_shm(R, w->row_bytes, nb);
+        if (shm1 <= 48 * 1024) {
+            const unsigned blocks1 = (unsigned)((rows + R - 1) / R);
+            if (R == 16)
+                return launch_product(g, k_mv1_q4_k<16>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
+                                      w->row_bytes, nb, x, rows);
+            if (R == 8)
+                return launch_product(g, k_mv1_q4_k<8>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
+                                      w->row_bytes, nb, x, rows);
+            if (R == 4)
+                return launch_product(g, k_mv1_q4_k<4>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
+                                      w->row_bytes, nb, x, rows);
+            return launch_product(g, k_mv1_q4_k<2>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
                                   w->row_bytes, nb, x, rows);
         }
     }
