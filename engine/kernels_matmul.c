@@ -300,10 +300,10 @@ void vt_cpu_free(vt_cpu *c)
     free(c->packs);
 }
 
-/* Memory for weights a decode step streams through once per token: on
+/* Memory a decode step streams through (the weights, the KV cache): on
  * 2 MiB boundaries, transparent huge pages asked for (one TLB entry per
  * 2 MiB instead of 512), a whole number of huge pages. */
-static uint8_t *alloc_weights(size_t n)
+void *vt_alloc_huge(size_t n)
 {
     const size_t huge = (size_t)2 << 20;
     if (n > SIZE_MAX - huge)
@@ -334,7 +334,7 @@ int vt_cpu_pack(vt_cpu *c, vt_mat *m, const char *file, vt_error *err)
         return vt_error_set(err, VT_EINPUT, "%s: out of memory for the weights' list", file);
     c->packs = grown;
     const size_t n = vt_int_packed_bytes(m, m->rows);
-    uint8_t *p = alloc_weights(n);
+    uint8_t *p = vt_alloc_huge(n);
     if (!p)
         return vt_error_set(err, VT_EINPUT, "%s: out of memory for %zu bytes of weights (repacked, or copied into huge pages)", file, n);
     c->packs[c->n_packs++] = p;

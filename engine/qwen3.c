@@ -231,7 +231,9 @@ static void forward_batch(void *model, const int32_t *tokens, int64_t n_tok, int
         /* 2. Attention block input: RMSNorm of the residual stream. */
         vt_rmsnorm_rows(m->xn, m->x, L->attn_norm, n_tok, E, hp->rms_eps);
 
-        /* 3. Q, K, V projections (one dispatch). */
+        /* 3. Q, K, V projections (one dispatch); meanwhile the cache lines
+         *    step 4 writes are fetched. */
+        vt_kv_will_store(&m->kv, l, pos0, n_tok);
         {
             const vt_mat *ws[3] = { &L->wq, &L->wk, &L->wv };
             float *ys[3] = { m->q, m->kb, m->vb };

@@ -551,7 +551,9 @@ static void attention_mixer(vt_qwen35 *m, const vt_q35_layer *L, int64_t n_tok)
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = m->kv.kv_dim;
     const int32_t pos0 = m->n_past;
 
-    /* a. Query+gate, K and V projections (one dispatch). */
+    /* a. Query+gate, K and V projections (one dispatch); meanwhile the
+     *    cache lines step b writes are fetched. */
+    vt_kv_will_store(&m->kv, L->slot, pos0, n_tok);
     {
         const vt_mat *ws[3] = { &L->wq, &L->wk, &L->wv };
         float *ys[3] = { m->qfull, m->kb, m->vb };
