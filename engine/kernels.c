@@ -8,10 +8,35 @@
  * Element-wise pieces
  * ====================================================================== */
 
-/* out = x * scale (* w): the second half of vt_rmsnorm. */
-static void rmsnorm_apply(float *out, const float *x, const float *w, int64_t n, double sum, float eps)
+/* The mean of the squares of x[0..n), (float)(sum / n) with sum ggml's
+ * serial double sum of the float squares: from a sum in eight chains side
+ * by side wherever mean_of_any_order_sum (engine_math.h) shows that it
+ * gives the same float, else (about once in 40,000 rows of 1024, and for
+ * inf or NaN) in order. The serial chain of dependent additions cost about
+ * 4 thousand cycles a row of 1024, twice a layer, on one thread while the
+ * others wait. */
+static float mean_square(const float *x, int64_t n)
 {
-    const float mean = (float)(sum / (double)n);
+    double s[8] = { 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] += (double)(x[i + k] * x[i + k]);
+    for (; i < n; i++)
+        s[0] += (double)(x[i] * x[i]);
+    const double t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    float mean;
+    if (mean_of_any_order_sum(t, n, &mean))
+        return mean;
+    double sum = 0.0;
+    for (i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    return (float)(sum / (double)n);
+}
+
+/* out = x * scale (* w): the second half of vt_rmsnorm. */
+static void rmsnorm_apply(float *out, const float *x, const float *w, int64_t n, float mean, float eps)
+{
     const float scale = 1.0f / sqrtf(mean + eps);
     if (w) {
         for (int64_t i = 0; i < n; i++)
@@ -24,10 +49,7 @@ static void rmsnorm_apply(float *out, const float *x, const float *w, int64_t n,
 
 void vt_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        sum += (double)(x[i] * x[i]);
-    rmsnorm_apply(out, x, w, n, sum, eps);
+    rmsnorm_apply(out, x, w, n, mean_square(x, n), eps);
 }
 
 void vt_rope_angles(float *cs, int32_t pos, int64_t d, float base)
@@ -57,20 +79,7 @@ void vt_embed(const vt_mat *embd, const int32_t *tokens, int64_t n_tok, int64_t 
 void vt_rmsnorm_rows(float *out, const float *x, const float *w, int64_t n_rows, int64_t n,
                      float eps)
 {
-    /* Four rows' sums side by side: each is still one serial double sum,
-     * ggml's order, but four chains of dependent additions overlap instead
-     * of each waiting for the one before (b06-Q4_K, a token's Q and K
-     * heads, with the RoPE kernel's FMA: 29 -> 7 thousand cycles a layer). */
-    int64_t t = 0;
-    for (; t + 4 <= n_rows; t += 4) {
-        double sum[4] = { 0.0, 0.0, 0.0, 0.0 };
-        for (int64_t i = 0; i < n; i++)
-            for (int r = 0; r < 4; r++)
-                sum[r] += (double)(x[(t + r) * n + i] * x[(t + r) * n + i]);
-        for (int r = 0; r < 4; r++)
-            rmsnorm_apply(out + (t + r) * n, x + (t + r) * n, w, n, sum[r], eps);
-    }
-    for (; t < n_rows; t++)
+    for (int64_t t = 0; t < n_rows; t++)
         vt_rmsnorm(out + t * n, x + t * n, w, n, eps);
 }
 

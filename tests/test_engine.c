@@ -248,6 +248,95 @@ Test(rmsnorm_mean, zero_is_taken_and_what_is_not_a_sum_of_squares_is_refused)
     cr_assert_not(mean_of_any_order_sum(1.0, 0, &mean));
 }
 
+/* vt_rmsnorm as ggml computes it: the serial double sum of the float
+ * squares, its float mean, then x * scale * w. */
+static void serial_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] * scale * w[i];
+}
+
+static void assert_rmsnorm_is_serial(const float *x, const float *w, int64_t n, const char *what)
+{
+    static float got[4096], want[4096];
+    vt_rmsnorm(got, x, w, n, 1e-6f);
+    serial_rmsnorm(want, x, w, n, 1e-6f);
+    cr_assert_eq(memcmp(got, want, (size_t)n * sizeof *got), 0, "%s, n %lld: vt_rmsnorm differs from the serial sum's",
+                 what, (long long)n);
+}
+
+Test(rmsnorm_mean, the_cpu_rmsnorm_is_the_serial_sum_s_bit_for_bit)
+{
+    static const int64_t ns[] = { 1, 7, 8, 9, 128, 1000, 1024, 3072 };
+    static float x[4096], w[4096];
+    vt_rng rng;
+    vt_rng_seed(&rng, 20261205);
+    for (int i = 0; i < 4096; i++)
+        w[i] = (float)(1.0 + 0.25 * vt_rng_normal(&rng));
+    for (int rep = 0; rep < 50; rep++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            const int spread = rep % 4 == 0 ? 40 : 6;
+            for (int64_t i = 0; i < ns[k]; i++)
+                x[i] = (float)(vt_rng_normal(&rng) * ldexp(1.0, (int)(vt_rng_next(&rng) % spread) - spread / 2));
+            assert_rmsnorm_is_serial(x, w, ns[k], "random");
+        }
+    /* not finite, and zero */
+    for (int64_t i = 0; i < 1024; i++)
+        x[i] = (float)vt_rng_normal(&rng);
+    x[100] = NAN;
+    assert_rmsnorm_is_serial(x, w, 1024, "a NaN");
+    x[100] = INFINITY;
+    assert_rmsnorm_is_serial(x, w, 1024, "an infinity");
+    memset(x, 0, sizeof x);
+    assert_rmsnorm_is_serial(x, w, 1024, "zeros");
+    /* Rows whose serial sum and eight-chain sum (vt_rmsnorm's) lie either
+     * side of a float mean's rounding boundary b: only the serial sum may
+     * decide them. The rest of the row leaves a gap g below b; y1 closes all
+     * but about 2^-32 of it, relative; then the last element walks through
+     * consecutive floats, each step moving the sum by about a tenth of its
+     * last bit, across b. */
+    const int64_t n = 64;
+    int straddled = 0;
+    for (int rep = 0; rep < 200 && straddled < 20; rep++) {
+        double rest = 0.0;
+        for (int64_t i = 0; i < n - 2; i++) {
+            x[i] = (float)(vt_rng_normal(&rng) * 0.5);
+            rest += (double)(x[i] * x[i]);
+        }
+        float f = (float)(rest / (double)n);
+        double b = ((double)f + (double)nextafterf(f, INFINITY)) / 2 * (double)n;
+        if (b <= rest * (1.0 + 0x1p-30)) {
+            f = nextafterf(f, INFINITY);
+            b = ((double)f + (double)nextafterf(f, INFINITY)) / 2 * (double)n;
+        }
+        float y1 = sqrtf((float)(b - rest - rest * 0x1p-32));
+        while ((double)(y1 * y1) > b - rest - rest * 0x1p-32)
+            y1 = nextafterf(y1, 0.0f);
+        x[n - 2] = y1;
+        const double g1 = b - rest - (double)(y1 * y1);
+        float last = sqrtf((float)(g1 > rest * 0x1p-45 ? g1 - rest * 0x1p-45 : 0.0));
+        for (int step = 0; step < 4000; step++, last = nextafterf(last, INFINITY)) {
+            x[n - 1] = last;
+            double serial = 0.0, s8[8] = { 0 };
+            for (int64_t i = 0; i < n; i++) {
+                serial += (double)(x[i] * x[i]);
+                s8[i % 8] += (double)(x[i] * x[i]);
+            }
+            const double t = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+            if ((float)(serial / (double)n) != (float)(t / (double)n)) {
+                straddled++;
+                assert_rmsnorm_is_serial(x, w, n, "a sum at a rounding boundary");
+            }
+        }
+    }
+    /* the test can fail: rows were found where the two sums disagree */
+    cr_assert_geq(straddled, 5, "only %d rows straddled a boundary", straddled);
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 
