@@ -66,11 +66,12 @@ typedef struct vt_kernels {
     /* NeoX RoPE over one head of d: pair (i, i + d/2) by the angle whose
      * cosine and sine are cs[2i], cs[2i+1] (vt_rope_angles), as ggml. */
     void (*rope_neox)(float *x, const float *cs, int64_t d);
-    /* out[d] = the sum over keys j < n of v[j * ldv + d] * p[j] in
+    /* For each of nh heads g (probabilities p + g ldp, output out + g ldo):
+     * out[d] = the sum over keys j < n of v[j * ldv + d] * p[j] in
      * attention's order (kernels_kv.c: partial sum j mod 64, then the
-     * tree), d < hd; buf: 64 x 16 floats. NULL: kernels_kv.c's row loop. */
-    void (*attend_values)(const float *v, int64_t ldv, const float *p, int32_t n, int64_t hd, float *buf,
-                          float *out);
+     * tree), d < hd. NULL: kernels_kv.c's row loop. */
+    void (*attend_values)(const float *v, int64_t ldv, const float *p, int64_t ldp, int32_t nh, int32_t n,
+                          int64_t hd, float *out, int64_t ldo);
     int fma; /* integer block kernels may use the FMA instruction (same values) */
     int vnni; /* and the AVX-512 VNNI matrix kernels (kernels_intdot.c; same values) */
     /* BF16 weights, rows [r0, r1) against n_tok tokens, each output

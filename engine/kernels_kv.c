@@ -260,13 +260,18 @@ static void attention_worker(void *ctx, int ith, int nth)
              * Accumulator row j mod 64 holds lane j mod 16 of partial sum
              * (j mod 64) / 16, updated in position order. */
             for (int32_t g = 0; g < nh; g++) {
-                float *pg = scores + g * lds, *out = a->out + t * a->ldo + (h0 + g) * hd;
+                float *pg = scores + g * lds;
                 for (j = 0; j < n_keys; j++)
                     pg[j] *= inv[g];
-                if (c->k.attend_values && kv->dtype == VT_CACHE_F32) {
-                    c->k.attend_values((const float *)kv->v + head_at, hd, pg, n_keys, hd, acc, out);
-                    continue;
-                }
+            }
+            float *out0 = a->out + t * a->ldo + h0 * hd;
+            if (c->k.attend_values && kv->dtype == VT_CACHE_F32) {
+                c->k.attend_values((const float *)kv->v + head_at, hd, scores, lds, nh, n_keys, hd, out0, hd);
+                continue;
+            }
+            for (int32_t g = 0; g < nh; g++) {
+                const float *pg = scores + g * lds;
+                float *out = out0 + g * hd;
                 /* one head at a time: its 64 rows stay in L1, the values
                  * come again from L2 */
                 memset(acc, 0, (size_t)rows_used * (size_t)ldk * sizeof *acc);

@@ -586,10 +586,11 @@ static void attention_reference(const float *q, const float *k, const float *v, 
 Test(op, attention_keeps_its_reduction_order_at_every_kernel_set)
 {
     static const int hds[] = { 16, 100, 128 }, keys[] = { 1, 5, 63, 64, 65, 200 };
-    /* query heads sharing the key/value head: one, a pair, more than the
-     * VT_ATT_HEADS computed together */
-    static const int heads[] = { 1, 2, VT_ATT_HEADS + 2 };
-    enum { MAX_HEADS = VT_ATT_HEADS + 2 };
+    /* query heads sharing the key/value head: one, a pair, a pair and one
+     * (the values' kernels take two at a time), more than the VT_ATT_HEADS
+     * computed together and an odd number past them */
+    static const int heads[] = { 1, 2, 3, VT_ATT_HEADS + 2, VT_ATT_HEADS + 1 };
+    enum { MAX_HEADS = VT_ATT_HEADS + 2, N_HEADS = sizeof heads / sizeof heads[0] };
     const char *isas[] = { "c", "sse2", "avx2", "avx512f" };
     static float q[MAX_HEADS * 128], k[200 * 128], v[200 * 128], want[MAX_HEADS * 128], got[MAX_HEADS * 128];
     vt_rng r;
@@ -603,7 +604,7 @@ Test(op, attention_keeps_its_reduction_order_at_every_kernel_set)
         for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
             for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++)
                 for (int threads = 1; threads <= 2; threads++) {
-                    const int hd = hds[hi], n = keys[ki], nh = heads[(hi + ki + (size_t)threads) % 3];
+                    const int hd = hds[hi], n = keys[ki], nh = heads[(hi + ki + (size_t)threads) % N_HEADS];
                     for (int i = 0; i < hd * nh; i++)
                         q[i] = (float)vt_rng_normal(&r);
                     for (int i = 0; i < n * hd; i++) {
