@@ -366,36 +366,13 @@ __attribute__((target("avx512f"))) static void attend_reduce64(const float *buf,
     _mm512_mask_storeu_ps(out, m, _mm512_add_ps(l[0], l[1]));
 }
 
-__attribute__((target("avx512f"))) static void attend_values_one(const float *v, int64_t ldv, const float *p,
-                                                                int32_t n, int64_t hd, float *out)
-{
-    float buf[64 * 16] __attribute__((aligned(64)));
-    for (int64_t d0 = 0; d0 < hd; d0 += 16) {
-        const __mmask16 m = hd - d0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (hd - d0)) - 1);
-        for (int i = 0; i < 4; i++) {
-            __m512 a[16];
-            for (int k = 0; k < 16; k++)
-                a[k] = _mm512_setzero_ps();
-            for (int32_t j0 = 16 * i; j0 < n; j0 += 64) {
-#pragma GCC unroll 16
-                for (int k = 0; k < 16; k++)
-                    if (j0 + k < n)
-                        a[k] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, v + (size_t)(j0 + k) * (size_t)ldv + d0),
-                                               _mm512_set1_ps(p[j0 + k]), a[k]);
-            }
-            for (int k = 0; k < 16; k++)
-                _mm512_storeu_ps(buf + 16 * (16 * i + k), a[k]);
-        }
-        attend_reduce64(buf, m, out + d0);
-    }
-}
-
-/* Heads p0 and p1: each group of sixteen rows in two halves of eight, so
- * that both heads' sixteen partial sums stay in registers (each row's chain
- * over its keys is the same). */
-__attribute__((target("avx512f"))) static void attend_values_two(const float *v, int64_t ldv, const float *p0,
-                                                                const float *p1, int32_t n, int64_t hd, float *out0,
-                                                                float *out1)
+/* One head (two = 0: p1 and out1 unused) or heads p0 and p1 (two = 1),
+ * each group of sixteen rows in two halves of eight, so that both heads'
+ * partial sums stay in registers (each row's chain over its keys is the
+ * same). Inlined with two a constant: two kernels, not a branch a key. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+attend_values_heads(const float *v, int64_t ldv, const float *p0, const float *p1, int32_t n, int64_t hd, float *out0,
+                    float *out1, const int two)
 {
     float buf[2][64 * 16] __attribute__((aligned(64)));
     for (int64_t d0 = 0; d0 < hd; d0 += 16) {
@@ -411,16 +388,19 @@ __attribute__((target("avx512f"))) static void attend_values_two(const float *v,
                         if (j0 + k < n) {
                             const __m512 x = _mm512_maskz_loadu_ps(m, v + (size_t)(j0 + k) * (size_t)ldv + d0);
                             a[k] = _mm512_fmadd_ps(x, _mm512_set1_ps(p0[j0 + k]), a[k]);
-                            b[k] = _mm512_fmadd_ps(x, _mm512_set1_ps(p1[j0 + k]), b[k]);
+                            if (two)
+                                b[k] = _mm512_fmadd_ps(x, _mm512_set1_ps(p1[j0 + k]), b[k]);
                         }
                 }
                 for (int k = 0; k < 8; k++) {
                     _mm512_storeu_ps(buf[0] + 16 * (16 * i + 8 * h + k), a[k]);
-                    _mm512_storeu_ps(buf[1] + 16 * (16 * i + 8 * h + k), b[k]);
+                    if (two)
+                        _mm512_storeu_ps(buf[1] + 16 * (16 * i + 8 * h + k), b[k]);
                 }
             }
         attend_reduce64(buf[0], m, out0 + d0);
-        attend_reduce64(buf[1], m, out1 + d0);
+        if (two)
+            attend_reduce64(buf[1], m, out1 + d0);
     }
 }
 
@@ -430,9 +410,9 @@ __attribute__((target("avx512f"))) static void attend_values_avx512(const float 
 {
     int32_t g = 0;
     for (; g + 2 <= nh; g += 2)
-        attend_values_two(v, ldv, p + g * ldp, p + (g + 1) * ldp, n, hd, out + g * ldo, out + (g + 1) * ldo);
+        attend_values_heads(v, ldv, p + g * ldp, p + (g + 1) * ldp, n, hd, out + g * ldo, out + (g + 1) * ldo, 1);
     if (g < nh)
-        attend_values_one(v, ldv, p + g * ldp, n, hd, out + g * ldo);
+        attend_values_heads(v, ldv, p + g * ldp, NULL, n, hd, out + g * ldo, NULL, 0);
 }
 
 /* exp_sum_body, swiglu_body and silu_body sixteen lanes at a time (gcc
