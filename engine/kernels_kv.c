@@ -124,9 +124,13 @@ void vt_kv_store(vt_kv *kv, int32_t layer, int32_t pos, const float *k, const fl
 /* ======================================================================
  * Attention: one (token, KV head) pair is one unit of work, and the query
  * heads sharing that KV head (up to VT_ATT_HEADS at a time) are computed
- * together, so each key and value row is read once for all of them. Thread
- * ith takes units ith, ith + nth, ...: in a causal batch later tokens see
- * more keys, and contiguous ranges left the last thread most of the work.
+ * together, so each key and value row is read once for all of them. Each
+ * thread takes the next unit no thread has taken until none is left:
+ * in a causal batch later tokens see more keys (contiguous ranges left the
+ * last thread most of the work), and on a shared machine one core can run
+ * slower than the other for a while (dealt round-robin, the other waited 13
+ * to 48 thousand cycles a decode step's layer for it). A unit's arithmetic
+ * is the same whichever thread computes it.
  * ====================================================================== */
 
 /* Keys and values are read once per token from memory (the weights streamed
@@ -151,7 +155,26 @@ __attribute__((always_inline)) static inline void prefetch_rows(const void *cach
 typedef struct att_job {
     vt_cpu *c;
     const vt_attention_args *a;
+    atomic_llong next; /* the first unit no thread has taken */
 } att_job;
+
+/* Reads a head's values once, in address order, before the values kernel,
+ * which visits them a 64-byte column at a time down all the rows: the
+ * hardware follows this sweep (asked 32 lines ahead) and loses that
+ * stride, so the kernel then finds them in L2. The values prefetched
+ * during the key pass only partly arrive. b06-Q4_K decode after a
+ * 128-token prompt, 2 threads, thousand cycles a unit: the values kernel
+ * 18-21 -> 5-6 after a sweep of 6-8; the attention dispatch 171-187 ->
+ * 141-154 a layer. */
+static void values_sweep(const void *v, size_t bytes)
+{
+    const volatile char *p = v;
+    for (size_t o = 0; o < bytes; o += 64) {
+        if (o + 32 * 64 < bytes)
+            __builtin_prefetch((const char *)v + o + 32 * 64, 0, 3);
+        (void)p[o];
+    }
+}
 
 /* out[d] for d < hd from the 64 accumulator rows of ldk floats, of which
  * the first rows_used were written and the rest stand for zeros: per
@@ -191,7 +214,7 @@ static void attention_reduce(const float *acc, int32_t rows_used, int64_t ldk, i
 
 static void attention_worker(void *ctx, int ith, int nth)
 {
-    const att_job *job = ctx;
+    att_job *job = ctx;
     const vt_cpu *c = job->c;
     const vt_attention_args *a = job->a;
     const vt_kv *kv = a->kv;
@@ -206,7 +229,8 @@ static void attention_worker(void *ctx, int ith, int nth)
     float *acc = vbuf + ldk; /* 64 rows of ldk: one head's partial sums of V p */
 
     const int64_t units = a->n_tok * a->n_head_kv;
-    for (int64_t u = ith; u < units; u += nth) {
+    (void)nth; /* units are taken from job->next, not dealt by index */
+    for (int64_t u = atomic_fetch_add(&job->next, 1); u < units; u = atomic_fetch_add(&job->next, 1)) {
         const int64_t t = u / a->n_head_kv;
         const int32_t kvh = (int32_t)(u % a->n_head_kv);
         const int32_t n_keys = a->pos0 + (int32_t)t + 1;
@@ -266,6 +290,7 @@ static void attention_worker(void *ctx, int ith, int nth)
             }
             float *out0 = a->out + t * a->ldo + h0 * hd;
             if (c->k.attend_values && kv->dtype == VT_CACHE_F32) {
+                values_sweep((const float *)kv->v + head_at, (size_t)n_keys * (size_t)hd * sizeof(float));
                 c->k.attend_values((const float *)kv->v + head_at, hd, scores, lds, nh, n_keys, hd, out0, hd);
                 continue;
             }
@@ -287,6 +312,7 @@ static void attention_worker(void *ctx, int ith, int nth)
 
 void vt_attention(vt_cpu *c, const vt_attention_args *a)
 {
-    att_job job = { c, a };
+    att_job job = { c, a, 0 };
+    atomic_init(&job.next, 0);
     vt_pool_run(&c->pool, attention_worker, &job);
 }

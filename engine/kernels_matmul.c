@@ -7,9 +7,10 @@
 
 /* ======================================================================
  * Matrix products: y[t][o] = dot(W row o, x[t]) for every token t of the
- * batch. Each thread owns a contiguous range of output rows; it decodes four
- * rows at a time into its scratch (F32 weights are read in place) and uses
- * them for every token, so a batch decodes each weight row once. Under
+ * batch. Threads take contiguous ranges of output rows in turn (dealt_rows);
+ * a thread decodes four rows at a time into its scratch (F32 weights are
+ * read in place) and uses them for every token, so a batch decodes each
+ * weight row once. Under
  * --matmul q8 a weight with an integer kernel meets the activation in
  * blocks instead, and one the kernel set has a matrix kernel for
  * (vt_int_gemm_of: on AVX-512 VNNI Q8_0, and Q4_0 and Q4_K repacked at
@@ -31,6 +32,11 @@ typedef struct mm_job {
     mm_task task[3];
     int n_task;
     int64_t n_tok;
+    /* The tasks' rows as one sequence of granules (task 0's, then task
+     * 1's, ...): granule[i] rows each, groups[i] of them; dealt_rows. */
+    int granule[3];
+    int64_t groups[3], total, min_chunk;
+    atomic_llong next; /* the first granule no thread has taken */
 } mm_job;
 
 static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, int64_t r1,
@@ -99,23 +105,47 @@ static void matmul_rows(vt_cpu *c, const mm_task *t, int64_t n_tok, int64_t r0, 
     }
 }
 
+/* Rows are dealt in chunks of granules (four rows, so every thread can use
+ * dot4, or the matrix kernel's granule), largest first: each chunk a
+ * 2 nth-th of what is left, at least min_chunk, taken in turn from a
+ * shared counter. On a shared machine one core can run slower than the
+ * other for a while; with a fixed split the other then waited for it (b06
+ * decode, 2 threads: 4 to 35 thousand cycles a dispatch). A row's
+ * arithmetic is the same whichever thread computes it. */
+static int take_chunk(mm_job *job, int nth, int64_t *from, int64_t *to)
+{
+    long long at = atomic_load(&job->next), end;
+    do {
+        if (at >= job->total)
+            return 0;
+        int64_t n = (job->total - at) / (2 * nth);
+        if (n < job->min_chunk)
+            n = job->min_chunk;
+        end = at + n < job->total ? at + n : job->total;
+    } while (!atomic_compare_exchange_weak(&job->next, &at, end));
+    *from = at;
+    *to = end;
+    return 1;
+}
+
 static void matmul_worker(void *ctx, int ith, int nth)
 {
     mm_job *job = ctx;
     float *wbuf = vt_cpu_scratch(job->c, ith);
-    for (int i = 0; i < job->n_task; i++) {
-        const mm_task *t = &job->task[i];
-        /* Split in groups of four rows so every thread can use dot4, or of
-         * the matrix kernel's granule. */
-        int g = 4;
-        if (t->xw || t->xb)
-            vt_int_gemm_of(job->c, t->w, &g, NULL);
-        int64_t groups = (t->w->rows + g - 1) / g;
-        int64_t r0 = groups * ith / nth * g, r1 = groups * (ith + 1) / nth * g;
-        if (r1 > t->w->rows)
-            r1 = t->w->rows;
-        if (r0 < r1)
-            matmul_rows(job->c, t, job->n_tok, r0, r1, wbuf);
+    int64_t from, to;
+    while (take_chunk(job, nth, &from, &to)) {
+        /* the chunk's part of each task it overlaps */
+        int64_t base = 0;
+        for (int i = 0; i < job->n_task; i++) {
+            const int64_t g0 = from > base ? from - base : 0;
+            const int64_t g1 = to - base < job->groups[i] ? to - base : job->groups[i];
+            if (g0 < g1) {
+                const mm_task *t = &job->task[i];
+                const int64_t r1 = g1 * job->granule[i] < t->w->rows ? g1 * job->granule[i] : t->w->rows;
+                matmul_rows(job->c, t, job->n_tok, g0 * job->granule[i], r1, wbuf);
+            }
+            base += job->groups[i];
+        }
     }
 }
 
@@ -177,7 +207,16 @@ void vt_matmul(vt_cpu *c, const float *x, int64_t n_tok, int n, const vt_mat *co
     for (int i = 0; i < n; i++) {
         job.task[i] = (mm_task){ .w = w[i], .y = y[i], .ldy = ldy[i] };
         activation_for(c, &job, i, x, n_tok);
+        int g = 4;
+        if (job.task[i].xw || job.task[i].xb)
+            vt_int_gemm_of(c, w[i], &g, NULL);
+        job.granule[i] = g;
+        job.groups[i] = (w[i]->rows + g - 1) / g;
+        job.total += job.groups[i];
     }
+    const int nth = c->pool.n > 1 ? c->pool.n : 1;
+    job.min_chunk = job.total / (16 * nth) > 1 ? job.total / (16 * nth) : 1;
+    atomic_init(&job.next, 0);
     vt_pool_run(&c->pool, matmul_worker, &job);
     for (int i = 0; i < n; i++)
         if (w[i]->plant_row >= 0)

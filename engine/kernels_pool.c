@@ -4,9 +4,10 @@
 /* ======================================================================
  * Thread pool: n-1 persistent workers plus the calling thread (thread 0).
  * vt_pool_run hands one function to all n and returns when all have finished.
- * Work is always split by index (ith of nth), never taken from a queue, so
- * which thread computes an element is fixed, and the element's value does
- * not depend on it anyway.
+ * The products and attention hand their work out in pieces each thread
+ * takes from a shared counter (kernels_matmul.c, kernels_kv.c), so which
+ * thread computes an element changes from run to run; the element's value
+ * does not depend on it: its arithmetic is the same on every thread.
  *
  * A token makes a few dispatches per layer, each only microseconds of work
  * on small models, so waiting threads first spin on the generation counter
