@@ -6,8 +6,8 @@
  *                    kernels (AVX-512 VNNI) that tile them, the values unchanged
  *   activation rounding   --matmul q8: the activation through the weight
  *                    codec's vec_dot_type, as llama.cpp's CPU backend
- *   thread pool      work split by index, so which thread computes an
- *                    element never changes its value
+ *   thread pool      work taken in pieces from a shared counter; which thread
+ *                    computes an element never changes its value
  *   vt_cpu           settings as applied, kernels, pool, per-thread scratch;
  *                    matrix products with weights kept in their codec
  *   loading          hyper-parameter keys and checked tensors of a GGUF

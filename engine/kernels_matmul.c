@@ -7,7 +7,7 @@
 
 /* ======================================================================
  * Matrix products: y[t][o] = dot(W row o, x[t]) for every token t of the
- * batch. Threads take contiguous ranges of output rows in turn (dealt_rows);
+ * batch. Threads take contiguous ranges of output rows in turn (take_chunk);
  * a thread decodes four rows at a time into its scratch (F32 weights are
  * read in place) and uses them for every token, so a batch decodes each
  * weight row once. Under
@@ -33,7 +33,7 @@ typedef struct mm_job {
     int n_task;
     int64_t n_tok;
     /* The tasks' rows as one sequence of granules (task 0's, then task
-     * 1's, ...): granule[i] rows each, groups[i] of them; dealt_rows. */
+     * 1's, ...): granule[i] rows each, groups[i] of them; take_chunk. */
     int granule[3];
     int64_t groups[3], total, min_chunk;
     atomic_llong next; /* the first granule no thread has taken */
