@@ -319,7 +319,7 @@ static void attention_worker(void *ctx, int ith, int nth)
 
 void vt_attention(vt_cpu *c, const vt_attention_args *a)
 {
-    att_job job = { c, a, 0 };
+    att_job job = { .c = c, .a = a };
     atomic_init(&job.next, 0);
     vt_pool_run(&c->pool, attention_worker, &job);
 }

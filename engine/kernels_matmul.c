@@ -10,12 +10,11 @@
  * batch. Threads take contiguous ranges of output rows in turn (take_chunk);
  * a thread decodes four rows at a time into its scratch (F32 weights are
  * read in place) and uses them for every token, so a batch decodes each
- * weight row once. Under
- * --matmul q8 a weight with an integer kernel meets the activation in
- * blocks instead, and one the kernel set has a matrix kernel for
- * (vt_int_gemm_of: on AVX-512 VNNI Q8_0, and Q4_0 and Q4_K repacked at
- * load) the activation in the layout that kernel reads, the rows and
- * tokens tiled inside the kernel; BF16 has one too (k.bf16_rows).
+ * weight row once. Under --matmul q8 a weight with an integer kernel meets
+ * the activation in blocks instead, and one the kernel set has a matrix
+ * kernel for (vt_int_gemm_of: on AVX-512 VNNI Q8_0, and Q4_0 and Q4_K
+ * repacked at load) the activation in the layout that kernel reads, the
+ * rows and tokens tiled inside the kernel; BF16 has one too (k.bf16_rows).
  * ====================================================================== */
 
 typedef struct mm_task {
