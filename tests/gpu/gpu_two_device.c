@@ -14,7 +14,10 @@
  *      and, halfway through its decode, a bad token (refused, the model
  *      unchanged), then repeats the same good work;
  *   3. every result of 2 must be bit-identical to that device's one-device
- *      run of 1: the clean device unaffected, the faulted one recovered.
+ *      run of 1: the clean device unaffected, the faulted one recovered;
+ *   4. one thread driving both devices in turn (a decode step on one, then
+ *      on the other; the gathers alternating): each call must bind its own
+ *      device, and every result is again the one-device run's.
  * Exit 0 all passed, 1 a check failed, 2 fewer than two devices (skipped,
  * saying why) or bad usage. --devices 0,0 runs the same on one device
  * twice (two contexts, two threads): a check of this program on a
@@ -251,6 +254,33 @@ static int open_and_run_alone(side *s, vt_error *err)
     return VT_OK;
 }
 
+/* 4: one thread, both sides in turn; the number of results identical to
+ * the one-device runs (of 2 decodes and 2 x N_TABLES gathers). */
+static int both_in_turn(side *s, vt_error *err)
+{
+    const shared_input *in = s[0].in;
+    const size_t V = (size_t)in->n_vocab, gn = (size_t)in->n_ids * COLS, ln = (size_t)(1 + in->steps) * V;
+    int same_count = 0, rc = VT_OK;
+    for (int i = 0; i < 2; i++)
+        vt_gpu_qwen3_reset(s[i].model);
+    for (int i = 0; rc == VT_OK && i < 2; i++)
+        rc = vt_gpu_qwen3_eval(s[i].model, in->tokens, PROMPT, 0, s[i].logits, err);
+    for (int32_t k = 0; rc == VT_OK && k < in->steps; k++)
+        for (int i = 0; rc == VT_OK && i < 2; i++)
+            rc = vt_gpu_qwen3_eval(s[i].model, in->tokens + PROMPT + k, 1, 0, s[i].logits + (size_t)(k + 1) * V, err);
+    if (rc)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        same_count += same(s[i].logits, s[i].solo_logits, ln);
+    for (int t = 0; t < N_TABLES; t++)
+        for (int i = 0; i < 2; i++) {
+            if (vt_gpu_gather(s[i].table[t], in->ids, in->n_ids, VT_DTYPE_F32, s[i].gather, err))
+                return -1;
+            same_count += same(s[i].gather, s[i].solo_gather[t], gn);
+        }
+    return same_count;
+}
+
 static void *open_thread(void *arg)
 {
     side *s = arg;
@@ -436,6 +466,16 @@ int main(int argc, char **argv)
             const int got = s[i].gathers_same + s[i].decodes_same + s[i].bad_ids_ok + s[i].bad_tokens_ok;
             failures += s[i].failures + (got != expect && !s[i].failures);
         }
+    }
+    if (!failures) {
+        /* 4: one thread, both devices in turn */
+        const int got = both_in_turn(s, &err), want = 2 + 2 * N_TABLES;
+        if (got < 0)
+            printf("FAIL: one thread, both devices in turn: %s\n", err.msg);
+        else
+            printf("in turn   one thread, devices %d and %d: decodes and gathers identical to alone %d/%d\n",
+                   dev[0], dev[1], got, want);
+        failures += got != want;
     }
     free_side(&s[0]);
     free_side(&s[1]);
