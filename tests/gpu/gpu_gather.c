@@ -9,48 +9,15 @@
  * usage: gpu_gather [--ids N] [--rows R] [--cols C] [--device D] [--seed S] */
 #include "engine/codec.h"
 #include "engine/hip/vt_gpu.h"
+#include "tests/gpu/gpu_random_table.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng_state;
 
-static uint64_t next_u64(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Random block bytes; for the quantized types a block is drawn again until
- * every value it decodes to is finite: real tables have finite scales, and
- * a NaN scale is propagated as the NaN operand on x86 but as the canonical
- * NaN on GPUs, a difference of the hardware and not of the decoder. The
- * plain types (F32, F16, BF16) keep every bit pattern, NaNs included: their
- * decoders are integer operations, so their NaNs must match too. */
-static void fill_table(const vt_codec *c, uint8_t *t, int64_t n_blocks)
-{
-    const int plain = c->block_elems == 1;
-    float y[256];
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint8_t *blk = t + (size_t)b * c->block_bytes;
-        for (int tries = 0;; tries++) {
-            for (size_t k = 0; k < c->block_bytes; k++)
-                blk[k] = (uint8_t)next_u64();
-            if (plain)
-                break;
-            c->decode_f32(blk, y, 1);
-            int ok = 1;
-            for (int64_t e = 0; e < c->block_elems; e++)
-                ok &= isfinite(y[e]) != 0;
-            if (ok || tries > 1000)
-                break;
-        }
-    }
-}
+static uint64_t next_u64(void) { return splitmix64(&rng_state); }
 
 static int failures;
 
@@ -127,7 +94,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpu_gather: out of memory\n");
             return 2;
         }
-        fill_table(c, table, (int64_t)(rb / c->block_bytes) * rows);
+        fill_random_blocks(c, table, (int64_t)(rb / c->block_bytes) * rows, &rng_state);
         ids[0] = 0;
         ids[1] = rows - 1;
         for (int64_t k = 2; k < n_ids; k++)
