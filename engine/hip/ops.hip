@@ -35,10 +35,15 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
-/* Hopper's programmatic dependent launch: a product launched with it may
- * start while the kernel ahead of it still runs, copy its weights, and wait
- * (GRID_WAIT) before it reads what that kernel wrote; the kernels ahead of
- * products let it start at once (GRID_RELEASE). Nothing elsewhere. */
+/* Hopper's programmatic dependent launch (launch_early): a kernel of the
+ * forward pass may start while the kernel ahead of it still runs. Each
+ * lets the next start at once (GRID_RELEASE) and waits (GRID_WAIT), on
+ * every path, before it reads or writes anything another kernel reads or
+ * writes: the wait returns when the kernel ahead has finished and its
+ * writes are seen, and that kernel waited for the one ahead of it. So the
+ * next launches are hidden behind the running kernel, and a product copies
+ * its weight rows (read only) into shared memory before it waits.
+ * GRID_ENTER: a kernel with nothing to do before its wait. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
@@ -46,6 +51,11 @@ extern "C" {
 #define GRID_WAIT() ((void)0)
 #define GRID_RELEASE() ((void)0)
 #endif
+#define GRID_ENTER()                                                                                                  \
+    do {                                                                                                              \
+        GRID_RELEASE();                                                                                               \
+        GRID_WAIT();                                                                                                  \
+    } while (0)
 
 #if defined(__HIP_PLATFORM_AMD__)
 #define SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))
@@ -57,13 +67,18 @@ extern "C" {
 #define SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
 #endif
 
+/* Which kernels launch_early launches early: none, the products only (as
+ * before every kernel did: VT_GPU_PDL=products, for comparison), all. */
+enum { PDL_NONE, PDL_PRODUCTS, PDL_ALL };
+
 struct vt_gpu {
     int device;
     hipStream_t stream;
     uint64_t launches, copies; /* host launches, host<->device copies: the benchmark's counts */
     int capturing;             /* queued work is being recorded into a graph, not counted */
-    int pdl;                   /* products launched early (CUDA, compute 9+; VT_GPU_PDL=0: not) */
+    int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
+    int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
@@ -226,6 +241,7 @@ extern "C" void vt_gpu_profile_phase(vt_gpu *g, int decode_step)
 #define LAUNCHED(what)                                                                              \
     do {                                                                                            \
         g->launches += !g->capturing;                                                               \
+        g->after_kernel = 1;                                                                        \
         TRY(hipGetLastError(), what);                                                               \
         prof_mark(g, what);                                                                         \
     } while (0)
@@ -243,7 +259,10 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
 #if !defined(__HIP_PLATFORM_AMD__)
     hipDeviceProp_t prop;
     const char *pdl = getenv("VT_GPU_PDL");
-    g->pdl = hipGetDeviceProperties(&prop, device) == hipSuccess && prop.major >= 9 && !(pdl && !strcmp(pdl, "0"));
+    g->pdl = hipGetDeviceProperties(&prop, device) != hipSuccess || prop.major < 9 || (pdl && !strcmp(pdl, "0"))
+                 ? PDL_NONE
+             : pdl && !strcmp(pdl, "products") ? PDL_PRODUCTS
+                                               : PDL_ALL;
     const char *mv1 = getenv("VT_GPU_MV1");
     g->mv1 = !(mv1 && !strcmp(mv1, "0"));
 #endif
@@ -297,10 +316,17 @@ extern "C" void vt_gpu_mfree(vt_gpu *g, void *p)
         hipFree(p);
 }
 
+extern "C" int vt_gpu_use(vt_gpu *g, vt_error *err)
+{
+    TRY(hipSetDevice(g->device), "hipSetDevice");
+    return VT_OK;
+}
+
 extern "C" int vt_gpu_to_device(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err)
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
     g->copies++;
+    g->after_kernel = 0;
     TRY(hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, g->stream), "hipMemcpyAsync to device");
     /* The host buffer may be reused at once: wait for the copy. */
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
@@ -311,6 +337,7 @@ extern "C" int vt_gpu_to_host(vt_gpu *g, void *host, const void *src, size_t byt
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
     g->copies++;
+    g->after_kernel = 0;
     TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
     prof_restart(g);
@@ -345,6 +372,7 @@ extern "C" void vt_gpu_host_free(vt_gpu *g, void *p)
 extern "C" int vt_gpu_to_host_async(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err)
 {
     g->copies += !g->capturing;
+    g->after_kernel = 0;
     TRY(hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, g->stream), "hipMemcpyAsync to host");
     return VT_OK;
 }
@@ -352,6 +380,7 @@ extern "C" int vt_gpu_to_host_async(vt_gpu *g, void *host, const void *src, size
 extern "C" int vt_gpu_to_device_async(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err)
 {
     g->copies += !g->capturing;
+    g->after_kernel = 0;
     TRY(hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, g->stream), "hipMemcpyAsync to device");
     return VT_OK;
 }
@@ -391,6 +420,7 @@ extern "C" int vt_gpu_host_calls_capture(void) { return 0; }
 #else
 extern "C" int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err)
 {
+    g->after_kernel = 0;
     TRY(hipLaunchHostFunc(g->stream, (hipHostFn_t)fn, arg), "hipLaunchHostFunc");
     return VT_OK;
 }
@@ -409,6 +439,7 @@ extern "C" int vt_gpu_capture_begin(vt_gpu *g, vt_error *err)
 {
     TRY(hipSetDevice(g->device), "hipSetDevice");
     /* Relaxed: the q8 products may still allocate their scratch. */
+    g->after_kernel = 0;
     TRY(hipStreamBeginCapture(g->stream, hipStreamCaptureModeRelaxed), "hipStreamBeginCapture");
     g->capturing = 1;
     return VT_OK;
@@ -441,6 +472,7 @@ extern "C" int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_erro
 extern "C" int vt_gpu_graph_launch(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
 {
     g->launches++;
+    g->after_kernel = 0;
     TRY(hipGraphLaunch(x->exec, g->stream), "hipGraphLaunch");
     return VT_OK;
 }
@@ -606,6 +638,7 @@ __global__ static void k_embed(int type, const uint8_t *rows, size_t row_bytes, 
                                size_t block_bytes, int64_t bpr, const int64_t *ids, int64_t n_tok, float *x,
                                vt_iq_grids g)
 {
+    GRID_ENTER();
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n_tok * bpr;
          k += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = k / bpr, j = k % bpr;
@@ -668,7 +701,7 @@ __device__ static float mean_square_as_serial(const float *sq, int64_t n)
  * shared memory, thread 0 sums them in order, every thread scales. */
 __global__ static void k_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 {
-    GRID_RELEASE();
+    GRID_ENTER();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     const float *xr = x + (int64_t)blockIdx.x * n;
@@ -759,6 +792,7 @@ __global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, 
                                 size_t block_bytes, int s, int64_t span, size_t raw_bytes, const float *x,
                                 int64_t n_tok, vt_iq_grids g)
 {
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ float sh[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int64_t o = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp;
@@ -1111,6 +1145,7 @@ template <int T>
 __global__ static void k_matvec_int(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t cols,
                                     int64_t n_tok, size_t xrow, size_t xspan, size_t row_span, int rpw)
 {
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 xs_words[];
     uint8_t *xs = (uint8_t *)xs_words;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -1203,6 +1238,7 @@ template <int R>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
 {
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
     uint8_t *rows = (uint8_t *)mv1_words;
     int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
@@ -1307,6 +1343,7 @@ template <int R>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
 {
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
     uint8_t *rows = (uint8_t *)mv1_words; /* row_bytes = 144 nb: 16-byte words */
     uint8_t *xs = rows + (size_t)R * row_bytes;
@@ -1375,7 +1412,7 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
  * k_rmsnorm in one launch (the same operations, so the same bits). */
 __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
 {
-    GRID_RELEASE();
+    GRID_ENTER();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     float *xr = x + (int64_t)blockIdx.x * n;
@@ -1425,6 +1462,7 @@ __global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, i
                                             const float *qw, const float *kw, float eps, const float *cs,
                                             int64_t n_rot)
 {
+    GRID_ENTER();
     __shared__ float scale_s, sq[VT_GPU_MAX_HEAD];
     const int per = n_head + n_head_kv;
     const int64_t t = blockIdx.x / per;
@@ -1492,7 +1530,7 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
                                                                   int64_t hd, const float *q, int64_t ldq, float *out,
                                                                   int64_t ldo)
 {
-    GRID_RELEASE();
+    GRID_ENTER();
     extern __shared__ float sh[];
     const int32_t pos0 = *kv.pos;
     const int64_t t = blockIdx.x / n_head;
@@ -1609,13 +1647,14 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
 
 __global__ static void k_add(float *x, const float *y, int64_t n)
 {
+    GRID_ENTER();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         x[i] += y[i];
 }
 
 __global__ static void k_swiglu(float *g, const float *u, int64_t n)
 {
-    GRID_RELEASE();
+    GRID_ENTER();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         g[i] = swiglu_lane(g[i], u[i]);
 }
@@ -1624,6 +1663,7 @@ __global__ static void k_swiglu(float *g, const float *u, int64_t n)
 
 __global__ static void k_split_qgate(const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q, float *gate)
 {
+    GRID_ENTER();
     const int64_t qd = (int64_t)n_head * hd, n = n_tok * qd;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = i / qd, h = (i % qd) / hd, d = i % hd;
@@ -1635,6 +1675,7 @@ __global__ static void k_split_qgate(const float *qfull, int64_t n_tok, int n_he
 
 __global__ static void k_mul(float *x, const float *y, int64_t n)
 {
+    GRID_ENTER();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         x[i] = x[i] * y[i];
 }
@@ -1643,6 +1684,7 @@ __global__ static void k_mul(float *x, const float *y, int64_t n)
 __global__ static void k_conv1d(const float *x, int64_t ldx, int64_t n_tok, const float *w, int K, float *state,
                                 int64_t C, float *y, int64_t ldy)
 {
+    GRID_ENTER();
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
         float win[8];
         const int H = K - 1;
@@ -1669,6 +1711,7 @@ __global__ static void k_conv1d(const float *x, int64_t ldx, int64_t n_tok, cons
  * does not have). */
 __global__ static void k_silu_rows(float *x, int64_t rows, int64_t n)
 {
+    GRID_ENTER();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * n; i += (int64_t)gridDim.x * blockDim.x) {
         const float v = x[i];
         x[i] = v / (1.0f + expf16_body(0.0f - v));
@@ -1679,6 +1722,7 @@ __global__ static void k_silu_rows(float *x, int64_t rows, int64_t n)
  * squares into shared memory (d floats), summed as the serial loop does. */
 __global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, float eps)
 {
+    GRID_ENTER();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     float *v = x + (int64_t)(blockIdx.x / per_tok) * ld + (int64_t)(blockIdx.x % per_tok) * d;
@@ -1703,6 +1747,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
                                     int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
                                     float *o, int64_t ldo)
 {
+    GRID_ENTER();
     extern __shared__ float delta[];
     const int64_t h = blockIdx.x, kh = h % n_k_heads;
     float *s = states + h * d * d;
@@ -1744,6 +1789,7 @@ __global__ static void __launch_bounds__(256)
     k_delta_rows(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim, int64_t n_k_heads,
                  const float *decays, const float *beta, int64_t nv, int64_t n_tok, float *o, int64_t ldo)
 {
+    GRID_ENTER();
     const int lane = threadIdx.x & 31;
     const int64_t w = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (w >= nv * d)
@@ -1798,6 +1844,7 @@ __global__ static void __launch_bounds__(256)
  * multiple of 16, as k_silu_rows); the squares summed as k_l2norm's. */
 __global__ static void k_gated_norm(float *o, float *z, const float *w, int64_t d, float eps)
 {
+    GRID_ENTER();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     float *ov = o + (int64_t)blockIdx.x * d, *zv = z + (int64_t)blockIdx.x * d;
@@ -1820,6 +1867,41 @@ __global__ static void k_gated_norm(float *o, float *z, const float *w, int64_t 
 
 /* ------------------------------------------------------------ launchers */
 
+/* A kernel of the forward pass launched (GRID_WAIT and GRID_RELEASE in
+ * it, on every path): on CUDA with programmatic dependent launch it may
+ * start while the kernel ahead runs (g->pdl: every kernel so, or only the
+ * products); plain otherwise, and after a copy or a host function (only a
+ * kernel ahead lets it start). */
+template <typename... P, typename... A>
+static int launch_early(vt_gpu *g, int product, void (*k)(P...), unsigned blocks, unsigned threads, size_t shm,
+                        const char *name, vt_error *err, A... args)
+{
+#if !defined(__HIP_PLATFORM_AMD__)
+    if (g->after_kernel && (g->pdl == PDL_ALL || (g->pdl == PDL_PRODUCTS && product))) {
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cudaLaunchAttribute early;
+        memset(&early, 0, sizeof early);
+        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        early.val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3(blocks);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = shm;
+        cfg.stream = g->stream;
+        cfg.attrs = &early;
+        cfg.numAttrs = 1;
+        TRY(cudaLaunchKernelEx(&cfg, k, args...), "cudaLaunchKernelEx");
+        LAUNCHED(name);
+        return VT_OK;
+    }
+#else
+    (void)product;
+#endif
+    k<<<blocks, threads, shm, g->stream>>>(args...);
+    LAUNCHED(name);
+    return VT_OK;
+}
+
 static unsigned grid_for(int64_t n, int threads)
 {
     const int64_t b = (n + threads - 1) / threads;
@@ -1832,10 +1914,8 @@ extern "C" int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *w, const int64_t *ids, 
     if (!c || !c->decode_f32)
         return vt_error_set(err, VT_EINPUT, "gpu embed: type %d: expected a decodable codec", w->type);
     const int64_t bpr = w->cols / c->block_elems;
-    k_embed<<<grid_for(n_tok * bpr, 128), 128, 0, g->stream>>>(w->type, w->data, w->row_bytes, c->block_elems,
-                                                                c->block_bytes, bpr, ids, n_tok, x, g->grids);
-    LAUNCHED("k_embed");
-    return VT_OK;
+    return launch_early(g, 0, k_embed, grid_for(n_tok * bpr, 128), 128, 0, "k_embed", err, w->type, w->data,
+                        w->row_bytes, c->block_elems, c->block_bytes, bpr, ids, n_tok, x, g->grids);
 }
 
 extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const float *w, int64_t rows,
@@ -1849,9 +1929,7 @@ extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *ou
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_add_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
             "hipFuncSetAttribute");
-    k_add_rmsnorm<<<(unsigned)rows, 256, shm, g->stream>>>(x, y, out, w, n, eps);
-    LAUNCHED("k_add_rmsnorm");
-    return VT_OK;
+    return launch_early(g, 0, k_add_rmsnorm, (unsigned)rows, 256, shm, "k_add_rmsnorm", err, x, y, out, w, n, eps);
 }
 
 extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n,
@@ -1865,9 +1943,7 @@ extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const 
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
             "hipFuncSetAttribute");
-    k_rmsnorm<<<(unsigned)rows, 256, shm, g->stream>>>(out, x, w, n, eps);
-    LAUNCHED("k_rmsnorm");
-    return VT_OK;
+    return launch_early(g, 0, k_rmsnorm, (unsigned)rows, 256, shm, "k_rmsnorm", err, out, x, w, n, eps);
 }
 
 /* --matmul q8 (codec_intdot.h): each activation block quantized by one
@@ -1982,37 +2058,6 @@ static int matvec_fits(const vt_gpu_mat *w, int64_t n_tok)
            matvec_warp_bytes(w, &s, &span, &raw) <= 48 * 1024;
 }
 
-/* A product's launch: on CUDA with programmatic dependent launch (g->pdl)
- * it may start while the kernel ahead runs (the kernel waits, GRID_WAIT,
- * before reading its input); plain otherwise. */
-template <typename... P, typename... A>
-static int launch_product(vt_gpu *g, void (*k)(P...), unsigned blocks, unsigned threads, size_t shm, const char *name,
-                          vt_error *err, A... args)
-{
-#if !defined(__HIP_PLATFORM_AMD__)
-    if (g->pdl) {
-        cudaLaunchConfig_t cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cudaLaunchAttribute early;
-        memset(&early, 0, sizeof early);
-        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        early.val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(threads);
-        cfg.dynamicSmemBytes = shm;
-        cfg.stream = g->stream;
-        cfg.attrs = &early;
-        cfg.numAttrs = 1;
-        TRY(cudaLaunchKernelEx(&cfg, k, args...), "cudaLaunchKernelEx");
-        LAUNCHED(name);
-        return VT_OK;
-    }
-#endif
-    k<<<blocks, threads, shm, g->stream>>>(args...);
-    LAUNCHED(name);
-    return VT_OK;
-}
-
 /* The parts of one product launch; *rows: their rows together. */
 static mv_parts parts_of(const vt_gpu_mat *const *ws, int n, float *const *ys, const int64_t *ldys, int64_t *rows)
 {
@@ -2044,8 +2089,8 @@ static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x,
     const size_t per = (48 * 1024) / per_warp;
     const int warps = per > 8 ? 8 : (int)per;
     const unsigned blocks = (unsigned)((rows + warps - 1) / warps);
-    return launch_product(g, matvec_kernel_of(w->type), blocks, 32 * warps, warps * per_warp, "k_matvec", err, parts,
-                          w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x, n_tok, g->grids);
+    return launch_early(g, 1, matvec_kernel_of(w->type), blocks, 32 * warps, warps * per_warp, "k_matvec", err, parts,
+                        w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x, n_tok, g->grids);
 }
 
 /* k_matvec_int's shared memory: the activation, then the warps' rows. */
@@ -2079,6 +2124,43 @@ static int int_matvec_fits(const vt_gpu *g, const vt_gpu_mat *const *ws, int n, 
     return ws[0]->row_bytes % 16 == 0 && int_matvec_warps(ws[0]->row_bytes, *xrow, n_tok) >= 1;
 }
 
+/* The rows a block of the one-token kernels (k_mv1_q8_0, k_mv1_q4_k) for
+ * a product of rows rows of w's codec and width, *shm its shared memory;
+ * 0 where they do not apply (then k_matvec_int). */
+static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t rows, int64_t n_tok, const float *x,
+                              size_t *shm)
+{
+    const int64_t nb = w->cols / vt_codec_by_type(w->type)->block_elems;
+    if (n_tok != 1 || !g->mv1 || ((uintptr_t)x & 15) != 0)
+        return 0;
+    int R = 0;
+    if (w->type == VT_TYPE_Q8_0) {
+        /* eight rows a block where there are many, else two (more blocks, so
+         * the smaller matrices still reach every multiprocessor); 16: the
+         * output head */
+        R = rows > 65536 ? 16 : rows >= 4096 ? 8 : 2;
+        *shm = mv1_shm(R, w->row_bytes, w->cols, nb);
+    } else if (w->type == VT_TYPE_Q4_K) {
+        /* about one (row, superblock, sub-block) a thread; 16: the output head */
+        R = rows > 65536 ? 16 : nb <= 4 ? 8 : nb <= 8 ? 4 : 2;
+        *shm = mv1_q4_k_shm(R, w->row_bytes, nb);
+    }
+    return R && *shm <= 48 * 1024 ? R : 0;
+}
+
+/* The one-token kernel of R rows a block. */
+template <int R>
+static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, const float *x,
+                      size_t shm, vt_error *err)
+{
+    const unsigned blocks = (unsigned)((rows + R - 1) / R);
+    if (w->type == VT_TYPE_Q4_K)
+        return launch_early(g, 1, k_mv1_q4_k<R>, blocks, MV1_THREADS, shm, "k_mv1_q4_k", err, parts, w->row_bytes, nb,
+                            x, rows);
+    return launch_early(g, 1, k_mv1_q8_0<R>, blocks, MV1_THREADS, shm, "k_mv1_q8_0", err, parts, w->row_bytes, nb, x,
+                        rows);
+}
+
 static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
                       const int64_t *ldys, size_t xrow, vt_error *err)
 {
@@ -2086,53 +2168,23 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const vt_codec *c = vt_codec_by_type(w->type);
     int64_t rows = 0;
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
+    const int64_t nb = w->cols / c->block_elems;
+    size_t shm1 = 0;
+    const int R = mv1_rows_per_block(g, w, rows, n_tok, x, &shm1);
+    if (R)
+        return R == 16 ? mv1_launch<16>(g, w, parts, rows, nb, x, shm1, err)
+               : R == 8 ? mv1_launch<8>(g, w, parts, rows, nb, x, shm1, err)
+               : R == 4 ? mv1_launch<4>(g, w, parts, rows, nb, x, shm1, err)
+                        : mv1_launch<2>(g, w, parts, rows, nb, x, shm1, err);
     const int warps = int_matvec_warps(w->row_bytes, xrow, n_tok);
     const int rpw = rows > 65536 ? 4 : 1; /* the output head */
     const unsigned blocks = (unsigned)((rows + (int64_t)warps * rpw - 1) / ((int64_t)warps * rpw));
     const size_t xspan = int_matvec_xspan(xrow, n_tok), shm = xspan + (size_t)warps * w->row_bytes;
-    const int64_t nb = w->cols / c->block_elems;
-    if (w->type == VT_TYPE_Q8_0 && n_tok == 1 && g->mv1 && ((uintptr_t)x & 15) == 0) {
-        /* one token: k_mv1_q8_0, eight rows a block where there are many, else two (more blocks, so the
-         * smaller matrices still reach every multiprocessor) */
-        const int R = rows > 65536 ? 16 : rows >= 4096 ? 8 : 2; /* 16: the output head */
-        const size_t shm1 = mv1_shm(R, w->row_bytes, w->cols, nb);
-        if (shm1 <= 48 * 1024) {
-            const unsigned blocks1 = (unsigned)((rows + R - 1) / R);
-            if (R == 16)
-                return launch_product(g, k_mv1_q8_0<16>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
-                                      w->row_bytes, nb, x, rows);
-            if (R == 8)
-                return launch_product(g, k_mv1_q8_0<8>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
-                                      w->row_bytes, nb, x, rows);
-            return launch_product(g, k_mv1_q8_0<2>, blocks1, MV1_THREADS, shm1, "k_mv1_q8_0", err, parts,
-                                  w->row_bytes, nb, x, rows);
-        }
-    }
-    if (w->type == VT_TYPE_Q4_K && n_tok == 1 && g->mv1 && ((uintptr_t)x & 15) == 0) {
-        /* one token: k_mv1_q4_k, about one (row, superblock, sub-block) a thread, 16 rows a block for
-         * the output head */
-        const int R = rows > 65536 ? 16 : nb <= 4 ? 8 : nb <= 8 ? 4 : 2;
-        const size_t shm1 = mv1_q4_k_shm(R, w->row_bytes, nb);
-        if (shm1 <= 48 * 1024) {
-            const unsigned blocks1 = (unsigned)((rows + R - 1) / R);
-            if (R == 16)
-                return launch_product(g, k_mv1_q4_k<16>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
-                                      w->row_bytes, nb, x, rows);
-            if (R == 8)
-                return launch_product(g, k_mv1_q4_k<8>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
-                                      w->row_bytes, nb, x, rows);
-            if (R == 4)
-                return launch_product(g, k_mv1_q4_k<4>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
-                                      w->row_bytes, nb, x, rows);
-            return launch_product(g, k_mv1_q4_k<2>, blocks1, MV1_THREADS, shm1, "k_mv1_q4_k", err, parts,
-                                  w->row_bytes, nb, x, rows);
-        }
-    }
     if (w->type == VT_TYPE_Q4_K)
-        return launch_product(g, k_matvec_int<VT_TYPE_Q4_K>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
-                              w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
-    return launch_product(g, k_matvec_int<VT_TYPE_Q8_0>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
-                          w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
+        return launch_early(g, 1, k_matvec_int<VT_TYPE_Q4_K>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
+                            w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
+    return launch_early(g, 1, k_matvec_int<VT_TYPE_Q8_0>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
+                        w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
 }
 
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
@@ -2228,10 +2280,9 @@ extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int lay
     if (n_rot < 0 || n_rot > hd || n_rot % 2)
         return vt_error_set(err, VT_EINPUT, "gpu rope: %lld rotated of %lld: expected an even count <= head size",
                             (long long)n_rot, (long long)hd);
-    k_qk_norm_rope_store<<<(unsigned)(n_tok * (n_head + n_head_kv)), 64, 0, g->stream>>>(
-        *kv, layer, q, ldq, k, ldk, v, ldv, n_head, n_head_kv, hd, qw, kw, eps, cs, n_rot);
-    LAUNCHED("k_qk_norm_rope_store");
-    return VT_OK;
+    return launch_early(g, 0, k_qk_norm_rope_store, (unsigned)(n_tok * (n_head + n_head_kv)), 64, 0,
+                        "k_qk_norm_rope_store", err, *kv, layer, q, ldq, k, ldk, v, ldv, n_head, n_head_kv, hd, qw, kw,
+                        eps, cs, n_rot);
 }
 
 extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok,
@@ -2246,41 +2297,32 @@ extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32
     if (shm > 48 * 1024)
         TRY(hipFuncSetAttribute((const void *)k_attention, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
             "hipFuncSetAttribute");
-    k_attention<<<(unsigned)(n_tok * n_head), ATT_THREADS, shm, g->stream>>>(*kv, layer, n_head, n_head_kv, hd, q, ldq,
-                                                                              out, ldo);
-    LAUNCHED("k_attention");
-    return VT_OK;
+    return launch_early(g, 0, k_attention, (unsigned)(n_tok * n_head), ATT_THREADS, shm, "k_attention", err, *kv,
+                        layer, n_head, n_head_kv, hd, q, ldq, out, ldo);
 }
 
 extern "C" int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
 {
-    k_add<<<grid_for(n, 256), 256, 0, g->stream>>>(x, y, n);
-    LAUNCHED("k_add");
-    return VT_OK;
+    return launch_early(g, 0, k_add, grid_for(n, 256), 256, 0, "k_add", err, x, y, n);
 }
 
 extern "C" int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err)
 {
     if (n % 16)
         return vt_error_set(err, VT_EINPUT, "gpu swiglu: rows of %lld: expected a multiple of 16", (long long)n);
-    k_swiglu<<<grid_for(rows * n, 256), 256, 0, g->stream>>>(gate, up, rows * n);
-    LAUNCHED("k_swiglu");
-    return VT_OK;
+    return launch_early(g, 0, k_swiglu, grid_for(rows * n, 256), 256, 0, "k_swiglu", err, gate, up, rows * n);
 }
 
 extern "C" int vt_gpu_split_qgate(vt_gpu *g, const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q,
                                   float *gate, vt_error *err)
 {
-    k_split_qgate<<<grid_for(n_tok * n_head * hd, 256), 256, 0, g->stream>>>(qfull, n_tok, n_head, hd, q, gate);
-    LAUNCHED("k_split_qgate");
-    return VT_OK;
+    return launch_early(g, 0, k_split_qgate, grid_for(n_tok * n_head * hd, 256), 256, 0, "k_split_qgate", err, qfull,
+                        n_tok, n_head, hd, q, gate);
 }
 
 extern "C" int vt_gpu_mul(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
 {
-    k_mul<<<grid_for(n, 256), 256, 0, g->stream>>>(x, y, n);
-    LAUNCHED("k_mul");
-    return VT_OK;
+    return launch_early(g, 0, k_mul, grid_for(n, 256), 256, 0, "k_mul", err, x, y, n);
 }
 
 extern "C" int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_tok, const float *w, int K,
@@ -2288,18 +2330,15 @@ extern "C" int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_t
 {
     if (K < 1 || K > 8)
         return vt_error_set(err, VT_EINPUT, "gpu conv1d: %d taps: expected 1 .. 8", K);
-    k_conv1d<<<grid_for(C, 128), 128, 0, g->stream>>>(x, ldx, n_tok, w, K, state, C, y, ldy);
-    LAUNCHED("k_conv1d");
-    return VT_OK;
+    return launch_early(g, 0, k_conv1d, grid_for(C, 128), 128, 0, "k_conv1d", err, x, ldx, n_tok, w, K, state, C, y,
+                        ldy);
 }
 
 extern "C" int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt_error *err)
 {
     if (n % 16)
         return vt_error_set(err, VT_EINPUT, "gpu silu: rows of %lld: expected a multiple of 16", (long long)n);
-    k_silu_rows<<<grid_for(rows * n, 256), 256, 0, g->stream>>>(x, rows, n);
-    LAUNCHED("k_silu_rows");
-    return VT_OK;
+    return launch_early(g, 0, k_silu_rows, grid_for(rows * n, 256), 256, 0, "k_silu_rows", err, x, rows, n);
 }
 
 extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps,
@@ -2307,9 +2346,8 @@ extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int
 {
     if (d > 12288)
         return vt_error_set(err, VT_EINPUT, "gpu l2norm: vectors of %lld: expected at most 12288", (long long)d);
-    k_l2norm<<<(unsigned)(n_tok * per_tok), 64, (size_t)d * sizeof(float), g->stream>>>(x, ld, per_tok, d, eps);
-    LAUNCHED("k_l2norm");
-    return VT_OK;
+    return launch_early(g, 0, k_l2norm, (unsigned)(n_tok * per_tok), 64, (size_t)d * sizeof(float), "k_l2norm", err, x,
+                        ld, per_tok, d, eps);
 }
 
 extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
@@ -2323,15 +2361,11 @@ extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const floa
                                               : d == 256 ? k_delta_rows<8>
                                                          : NULL;
     if (rows) { /* a warp per row, 8 a block */
-        rows<<<(unsigned)((nv * d + 7) / 8), 256, 0, g->stream>>>(states, d, conv, C, key_dim, n_k_heads, decays, beta,
-                                                                  nv, n_tok, o, ldo);
-        LAUNCHED("k_delta_rows");
-        return VT_OK;
+        return launch_early(g, 0, rows, (unsigned)((nv * d + 7) / 8), 256, 0, "k_delta_rows", err, states, d, conv, C,
+                            key_dim, n_k_heads, decays, beta, nv, n_tok, o, ldo);
     }
-    k_delta_rule<<<(unsigned)nv, 128, (size_t)d * sizeof(float), g->stream>>>(states, d, conv, C, key_dim, n_k_heads,
-                                                                             decays, beta, nv, n_tok, o, ldo);
-    LAUNCHED("k_delta_rule");
-    return VT_OK;
+    return launch_early(g, 0, k_delta_rule, (unsigned)nv, 128, (size_t)d * sizeof(float), "k_delta_rule", err, states,
+                        d, conv, C, key_dim, n_k_heads, decays, beta, nv, n_tok, o, ldo);
 }
 
 extern "C" int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, int64_t n_vec, int64_t d, float eps,
@@ -2341,13 +2375,13 @@ extern "C" int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, 
         return vt_error_set(err, VT_EINPUT, "gpu gated norm: heads of %lld: expected a multiple of 16", (long long)d);
     if (d > 12288)
         return vt_error_set(err, VT_EINPUT, "gpu gated norm: heads of %lld: expected at most 12288", (long long)d);
-    k_gated_norm<<<(unsigned)n_vec, 64, (size_t)d * sizeof(float), g->stream>>>(o, z, w, d, eps);
-    LAUNCHED("k_gated_norm");
-    return VT_OK;
+    return launch_early(g, 0, k_gated_norm, (unsigned)n_vec, 64, (size_t)d * sizeof(float), "k_gated_norm", err, o, z,
+                        w, d, eps);
 }
 
 extern "C" int vt_gpu_zero(vt_gpu *g, void *p, size_t bytes, vt_error *err)
 {
+    g->after_kernel = 0;
     TRY(hipMemsetAsync(p, 0, bytes, g->stream), "hipMemsetAsync");
     return VT_OK;
 }

@@ -227,7 +227,9 @@ void vt_gpu_qwen35_close(vt_gpu_qwen35 *m)
 void vt_gpu_qwen35_reset(vt_gpu_qwen35 *m)
 {
     vt_error ignored;
-    zero_states(m, &ignored);
+    if (vt_gpu_use(m->g, &ignored) == VT_OK)
+        zero_states(m, &ignored);
+    m->n_past = 0;
 }
 
 int32_t vt_gpu_qwen35_n_vocab(const vt_gpu_qwen35 *m) { return m->hp.n_vocab; }
@@ -428,7 +430,7 @@ int vt_gpu_qwen35_eval(vt_gpu_qwen35 *m, const int32_t *tokens, int32_t n, int a
                        vt_error *err)
 {
     int rc = vt_eval_check("gpu qwen35", tokens, n, logits, m->n_past, m->n_ctx, m->hp.n_vocab, err);
-    if (rc)
+    if (rc || (rc = vt_gpu_use(m->g, err)))
         return rc;
     for (int32_t i0 = 0; i0 < n; i0 += m->n_batch) {
         const int32_t nt = n - i0 < m->n_batch ? n - i0 : m->n_batch;

@@ -276,7 +276,7 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
 int vt_gpu_qwen3_eval(vt_gpu_qwen3 *m, const int32_t *tokens, int32_t n, int all_logits, float *logits, vt_error *err)
 {
     int rc = vt_eval_check("gpu qwen3", tokens, n, logits, m->n_past, m->n_ctx, m->hp.n_vocab, err);
-    if (rc)
+    if (rc || (rc = vt_gpu_use(m->g, err)))
         return rc;
     for (int32_t i0 = 0; i0 < n; i0 += m->n_batch) {
         const int32_t nt = n - i0 < m->n_batch ? n - i0 : m->n_batch;

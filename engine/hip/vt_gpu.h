@@ -71,6 +71,10 @@ int vt_gpu_grids_upload(uint8_t **buf, vt_iq_grids *g, vt_error *err);
 typedef struct vt_gpu vt_gpu;
 
 vt_gpu *vt_gpu_open(int device, vt_error *err);
+/* Binds g's device to the calling thread: a model's entry points call it
+ * first, since one thread may drive models on several devices in turn and
+ * a launch goes to the thread's current device. */
+int vt_gpu_use(vt_gpu *g, vt_error *err);
 void vt_gpu_close(vt_gpu *g);
 void *vt_gpu_malloc(vt_gpu *g, size_t bytes, vt_error *err); /* NULL on failure, err set */
 void vt_gpu_mfree(vt_gpu *g, void *p);
