@@ -31,6 +31,7 @@ extern "C" {
 #include "device_codec.h"
 #include "vt_gpu.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ extern "C" {
 #endif
 
 /* Which kernels launch_early launches early: none, the products only (as
- * before every kernel did: VT_GPU_PDL=products, for comparison), all. */
+ * before 2026-12-05: VT_GPU_PDL=products, for comparison), or all. */
 enum { PDL_NONE, PDL_PRODUCTS, PDL_ALL };
 
 struct vt_gpu {
@@ -99,6 +100,45 @@ static int fail(vt_error *err, hipError_t e, const char *what)
         if (e_ != hipSuccess)                                                                       \
             return fail(err, e_, what);                                                             \
     } while (0)
+
+/* Lets kernel fn take shm bytes of dynamic shared memory on g's device
+ * (bound by the caller). The limit belongs to the function on its device,
+ * not to one launch: set to each launch's size, a smaller launch would
+ * lower it under a captured graph's node (attention's keys: the context in
+ * the graph, fewer in a batch launched between two steps) or under another
+ * thread's launch about to start. So it only rises: per kernel and device
+ * the most asked for so far, under one lock. */
+static int shm_allow(vt_gpu *g, const void *fn, size_t shm, vt_error *err)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        const void *fn;
+        int device;
+        size_t most;
+    } marks[256];
+    static int n_marks;
+    if (shm <= 48 * 1024)
+        return VT_OK; /* every kernel's without asking */
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < n_marks && (marks[i].fn != fn || marks[i].device != g->device))
+        i++;
+    hipError_t e = hipSuccess;
+    const int full = i == n_marks && n_marks == (int)(sizeof marks / sizeof marks[0]); /* not reached */
+    if (!full && (i == n_marks || shm > marks[i].most)) {
+        e = hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
+        if (e == hipSuccess) {
+            marks[i].fn = fn;
+            marks[i].device = g->device;
+            marks[i].most = shm;
+            n_marks += i == n_marks;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (full)
+        return vt_error_set(err, VT_EINPUT, "gpu: more than 256 kernels and devices with large shared memory");
+    return e == hipSuccess ? VT_OK : fail(err, e, "hipFuncSetAttribute");
+}
 
 /* VT_GPU_PROFILE=1: an event after each launch that is not captured into a
  * graph; the time between two events is the second's kernel's, with
@@ -1433,6 +1473,60 @@ __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const
         o[i] = w ? xr[i] * scale * w[i] : xr[i] * scale;
 }
 
+/* k_add_rmsnorm with each thread's K float4 of the row held in registers
+ * (rows of n <= 1024 K, n a multiple of 4, every pointer 16-byte aligned):
+ * the weights loaded before the wait, x and y together after it, x read
+ * once. A chain of two rounds to global memory where k_add_rmsnorm has
+ * six (a loop's loads in turn, then x again). The same operations on each
+ * element, so the same bits. */
+template <int K>
+__global__ static void __launch_bounds__(256)
+    k_add_rmsnorm_regs(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
+{
+    GRID_RELEASE();
+    extern __shared__ float sq[];
+    __shared__ float scale_s;
+    const int64_t n4 = n / 4, row = (int64_t)blockIdx.x * n4;
+    float4 *xr = (float4 *)x + row, *o = (float4 *)out + row;
+    const float4 *yr = (const float4 *)y + row;
+    float4 wv[K], v[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+        wv[k] = w && i < n4 ? ((const float4 *)w)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    }
+    GRID_WAIT(); /* x and y are the kernels ahead's */
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+        if (i < n4) {
+            const float4 a = xr[i], b = yr[i];
+            v[k] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+        if (i < n4) {
+            xr[i] = v[k];
+            ((float4 *)sq)[i] = make_float4(v[k].x * v[k].x, v[k].y * v[k].y, v[k].z * v[k].z, v[k].w * v[k].w);
+        }
+    }
+    __syncthreads();
+    const float mean = mean_square_as_serial(sq, n);
+    if (threadIdx.x == 0)
+        scale_s = 1.0f / sqrtf(mean + eps);
+    __syncthreads();
+    const float s = scale_s;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+        if (i < n4)
+            o[i] = w ? make_float4(v[k].x * s * wv[k].x, v[k].y * s * wv[k].y, v[k].z * s * wv[k].z, v[k].w * s * wv[k].w)
+                     : make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
+    }
+}
+
 __device__ static void cache_put(int dtype, void *cache, size_t at, float f)
 {
     if (dtype == VT_CACHE_BF16)
@@ -1926,9 +2020,15 @@ extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *ou
     const size_t shm = (size_t)n * sizeof(float);
     if (shm > 96 * 1024)
         return vt_error_set(err, VT_EINPUT, "gpu rmsnorm: rows of %lld: expected at most 24576", (long long)n);
-    if (shm > 48 * 1024)
-        TRY(hipFuncSetAttribute((const void *)k_add_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
-            "hipFuncSetAttribute");
+    const int aligned = n % 4 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)out | (uintptr_t)w) % 16 == 0;
+    const int K = (int)((n / 4 + 255) / 256); /* float4 a thread, 256 threads */
+    if (aligned && K <= 4) {
+        void (*k)(float *, const float *, float *, const float *, int64_t, float) =
+            K == 1 ? k_add_rmsnorm_regs<1> : K == 2 ? k_add_rmsnorm_regs<2> : k_add_rmsnorm_regs<4>;
+        return launch_early(g, 0, k, (unsigned)rows, 256, shm, "k_add_rmsnorm_regs", err, x, y, out, w, n, eps);
+    }
+    if (shm_allow(g, (const void *)k_add_rmsnorm, shm, err))
+        return err->code;
     return launch_early(g, 0, k_add_rmsnorm, (unsigned)rows, 256, shm, "k_add_rmsnorm", err, x, y, out, w, n, eps);
 }
 
@@ -1940,9 +2040,8 @@ extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const 
     const size_t shm = (size_t)n * sizeof(float);
     if (shm > 96 * 1024)
         return vt_error_set(err, VT_EINPUT, "gpu rmsnorm: rows of %lld: expected at most 24576", (long long)n);
-    if (shm > 48 * 1024)
-        TRY(hipFuncSetAttribute((const void *)k_rmsnorm, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
-            "hipFuncSetAttribute");
+    if (shm_allow(g, (const void *)k_rmsnorm, shm, err))
+        return err->code;
     return launch_early(g, 0, k_rmsnorm, (unsigned)rows, 256, shm, "k_rmsnorm", err, out, x, w, n, eps);
 }
 
@@ -2125,12 +2224,11 @@ static int int_matvec_fits(const vt_gpu *g, const vt_gpu_mat *const *ws, int n, 
 }
 
 /* The rows a block of the one-token kernels (k_mv1_q8_0, k_mv1_q4_k) for
- * a product of rows rows of w's codec and width, *shm its shared memory;
- * 0 where they do not apply (then k_matvec_int). */
-static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t rows, int64_t n_tok, const float *x,
-                              size_t *shm)
+ * a product of rows rows of w's codec and width (nb blocks a row), *shm
+ * its shared memory; 0 where they do not apply (then k_matvec_int). */
+static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, int64_t rows, int64_t n_tok,
+                              const float *x, size_t *shm)
 {
-    const int64_t nb = w->cols / vt_codec_by_type(w->type)->block_elems;
     if (n_tok != 1 || !g->mv1 || ((uintptr_t)x & 15) != 0)
         return 0;
     int R = 0;
@@ -2170,7 +2268,7 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const int64_t nb = w->cols / c->block_elems;
     size_t shm1 = 0;
-    const int R = mv1_rows_per_block(g, w, rows, n_tok, x, &shm1);
+    const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
     if (R)
         return R == 16 ? mv1_launch<16>(g, w, parts, rows, nb, x, shm1, err)
                : R == 8 ? mv1_launch<8>(g, w, parts, rows, nb, x, shm1, err)
@@ -2238,9 +2336,8 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         return matvec(g, &w, 1, x, n_tok, ys, &ldy, err);
     }
     const size_t shm = (size_t)w->cols * sizeof(float);
-    if (shm > 48 * 1024)
-        TRY(hipFuncSetAttribute((const void *)k_matmul, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
-            "hipFuncSetAttribute");
+    if (shm_allow(g, (const void *)k_matmul, shm, err))
+        return err->code;
     k_matmul<<<(unsigned)w->rows, 256, shm, g->stream>>>(w->type, w->data, w->row_bytes, w->cols, c->block_elems,
                                                           c->block_bytes, x, n_tok, y, ldy, g->grids);
     LAUNCHED("k_matmul");
@@ -2294,9 +2391,8 @@ extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32
     if (shm > 160 * 1024)
         return vt_error_set(err, VT_EINPUT, "gpu attention: %lld keys: expected at most about 32000",
                             (long long)keys_max);
-    if (shm > 48 * 1024)
-        TRY(hipFuncSetAttribute((const void *)k_attention, hipFuncAttributeMaxDynamicSharedMemorySize, (int)shm),
-            "hipFuncSetAttribute");
+    if (shm_allow(g, (const void *)k_attention, shm, err))
+        return err->code;
     return launch_early(g, 0, k_attention, (unsigned)(n_tok * n_head), ATT_THREADS, shm, "k_attention", err, *kv,
                         layer, n_head, n_head_kv, hd, q, ldq, out, ldo);
 }
