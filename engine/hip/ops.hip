@@ -79,6 +79,10 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
+    int head_stream;           /* the one-token Q8_0 head by k_mv1_q8_0_stream (VT_GPU_HEAD_STREAM=0: by k_mv1_q8_0) */
+    int sms;                   /* the device's multiprocessors */
+    size_t stream_shm;         /* k_mv1_q8_0_stream's blocks resident at once for that shared memory (0: not asked) */
+    unsigned stream_blocks;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
@@ -298,13 +302,15 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     g->device = device;
 #if !defined(__HIP_PLATFORM_AMD__)
     hipDeviceProp_t prop;
+    const int known = hipGetDeviceProperties(&prop, device) == hipSuccess;
     const char *pdl = getenv("VT_GPU_PDL");
-    g->pdl = hipGetDeviceProperties(&prop, device) != hipSuccess || prop.major < 9 || (pdl && !strcmp(pdl, "0"))
-                 ? PDL_NONE
-             : pdl && !strcmp(pdl, "products") ? PDL_PRODUCTS
-                                               : PDL_ALL;
-    const char *mv1 = getenv("VT_GPU_MV1");
+    g->pdl = !known || prop.major < 9 || (pdl && !strcmp(pdl, "0")) ? PDL_NONE
+             : pdl && !strcmp(pdl, "products")                      ? PDL_PRODUCTS
+                                                                    : PDL_ALL;
+    const char *mv1 = getenv("VT_GPU_MV1"), *hs = getenv("VT_GPU_HEAD_STREAM");
     g->mv1 = !(mv1 && !strcmp(mv1, "0"));
+    g->head_stream = !(hs && !strcmp(hs, "0"));
+    g->sms = known ? prop.multiProcessorCount : 0;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
     if (e != hipSuccess) {
@@ -1274,25 +1280,12 @@ __device__ static inline void mv1_copy_rows(const mv_parts &parts, size_t row_by
     }
 }
 
-template <int R>
-__global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+/* Step 2 of the Q8_0 products: the activation x (nb blocks of 32) quantized
+ * once into xq and its scales xd, thread 4b + q taking elements 8q .. 8q + 7
+ * of block b (warp_q8_0_block's arithmetic). */
+__device__ static inline void mv1_quantize_q8_0(const float *x, int64_t nb, int8_t *xq, float *xd)
 {
-    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
-    extern __shared__ uint4 mv1_words[];
-    uint8_t *rows = (uint8_t *)mv1_words;
-    int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
-    int *ss = (int *)(xq + nb * 32);
-    float *xd = (float *)(ss + (int64_t)R * nb * 8);
-    float *sd = xd + nb;
     const int tid = threadIdx.x;
-    const int64_t row0 = (int64_t)blockIdx.x * R;
-
-    /* 1. the rows */
-    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
-    GRID_WAIT(); /* x is the kernel ahead's output */
-
-    /* 2. the activation: thread 4b + q takes elements 8q .. 8q + 7 of block b */
     for (int64_t i0 = 0; i0 < nb * 4; i0 += MV1_THREADS) {
         const int64_t i = i0 + tid, b = i >> 2;
         const int q = (int)(i & 3);
@@ -1320,11 +1313,16 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
                 xd[b] = vt_half_bits_to_f32(vt_f32_to_f16_bits(amax / 127.0f));
         }
     }
-    __syncthreads();
+}
 
-    /* 3. the integer sums and the scale products: thread (row, block, h)
-     *    takes groups 4h .. 4h + 3 (the block's bytes are only 2-aligned) */
-    for (int i = tid; i < R * (int)nb * 2; i += MV1_THREADS) {
+/* Step 3: the integer sums and the scale products of R rows; thread
+ * (row, block, h) takes groups 4h .. 4h + 3 (the block's bytes are only
+ * 2-aligned). */
+template <int R>
+__device__ static inline void mv1_sums_q8_0(const uint8_t *rows, size_t row_bytes, int64_t nb, const int8_t *xq,
+                                            const float *xd, int *ss, float *sd)
+{
+    for (int i = threadIdx.x; i < R * (int)nb * 2; i += MV1_THREADS) {
         const int h = i & 1, rb = i >> 1, r = rb / (int)nb, b = rb - r * (int)nb;
         const uint8_t *w = rows + (size_t)r * row_bytes + (size_t)b * VT_Q8_0_BYTES;
         const int4 xv = *(const int4 *)(xq + b * 32 + 16 * h);
@@ -1338,9 +1336,15 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
         if (h == 0)
             sd[rb] = vt_half_bits_to_f32(*(const uint16_t *)w) * xd[b];
     }
-    __syncthreads();
+}
 
-    /* 4. the eight chains of each row, then their sum */
+/* Step 4: the eight chains of each of R rows (from row0), then their sum
+ * into the row's output. */
+template <int R>
+__device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row0, int64_t total_rows, int64_t nb,
+                                              const int *ss, const float *sd)
+{
+    const int tid = threadIdx.x;
     if (tid < ((R * 8 + 31) & ~31)) {
         const int r = tid >> 3, m = tid & 7;
         float acc = 0.0f;
@@ -1360,6 +1364,91 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
         float *y;
         if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
             y[o] = vt_hsum8(a);
+    }
+}
+
+template <int R>
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+{
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
+    extern __shared__ uint4 mv1_words[];
+    uint8_t *rows = (uint8_t *)mv1_words;
+    int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
+    int *ss = (int *)(xq + nb * 32);
+    float *xd = (float *)(ss + (int64_t)R * nb * 8);
+    float *sd = xd + nb;
+    const int64_t row0 = (int64_t)blockIdx.x * R;
+
+    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    mv1_quantize_q8_0(x, nb, xq, xd);
+    __syncthreads();
+    mv1_sums_q8_0<R>(rows, row_bytes, nb, xq, xd, ss, sd);
+    __syncthreads();
+    mv1_chains_q8_0<R>(parts, row0, total_rows, nb, ss, sd);
+}
+
+/* The output head's Q8_0 product (one token, many rows): a block per
+ * resident slot, each quantizing the activation once and taking the
+ * groups of R rows blockIdx.x, blockIdx.x + gridDim.x, ... in turn, the
+ * next group's rows loaded into registers while the current one's are
+ * summed from shared memory (two row buffers). k_mv1_q8_0 a group of R
+ * rows a block waited on each group's load in turn, one wave after another.
+ * Steps 3 and 4 as k_mv1_q8_0, so the same bits. R rows must fit one load
+ * of MV1_STREAM_WORDS 16-byte words a thread. */
+#define MV1_STREAM_WORDS 8
+static size_t mv1_stream_shm(int R, size_t row_bytes, int64_t cols, int64_t nb)
+{
+    return mv1_shm(R, row_bytes, cols, nb) + (size_t)R * row_bytes;
+}
+
+template <int R>
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_q8_0_stream(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+{
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
+    extern __shared__ uint4 mv1_words[];
+    uint8_t *rows[2] = { (uint8_t *)mv1_words, (uint8_t *)mv1_words + (size_t)R * row_bytes };
+    int8_t *xq = (int8_t *)(rows[1] + (size_t)R * row_bytes);
+    int *ss = (int *)(xq + nb * 32);
+    float *xd = (float *)(ss + (int64_t)R * nb * 8);
+    float *sd = xd + nb;
+    const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
+    const int64_t groups = (total_rows + R - 1) / R;
+
+    mv1_copy_rows<R>(parts, row_bytes, (int64_t)blockIdx.x * R, total_rows, rows[0]);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    mv1_quantize_q8_0(x, nb, xq, xd);
+    __syncthreads();
+    int cur = 0;
+    for (int64_t gi = blockIdx.x; gi < groups; gi += gridDim.x) {
+        /* the next group's rows, in flight while this one is summed */
+        const int64_t next0 = (gi + gridDim.x) * R;
+        uint4 v[MV1_STREAM_WORDS];
+#pragma unroll
+        for (int u = 0; u < MV1_STREAM_WORDS; u++) {
+            const unsigned k = (unsigned)u * MV1_THREADS + threadIdx.x;
+            v[u] = make_uint4(0, 0, 0, 0);
+            if (k < n_words && gi + gridDim.x < groups) {
+                int64_t o = next0 + (int64_t)(k / words), ldy;
+                float *y;
+                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
+                if (d)
+                    v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
+            }
+        }
+        mv1_sums_q8_0<R>(rows[cur], row_bytes, nb, xq, xd, ss, sd);
+        __syncthreads();
+        mv1_chains_q8_0<R>(parts, gi * R, total_rows, nb, ss, sd);
+#pragma unroll
+        for (int u = 0; u < MV1_STREAM_WORDS; u++) {
+            const unsigned k = (unsigned)u * MV1_THREADS + threadIdx.x;
+            if (k < n_words)
+                ((uint4 *)rows[cur ^ 1])[k] = v[u];
+        }
+        __syncthreads(); /* the rows stored, ss and sd read */
+        cur ^= 1;
     }
 }
 
@@ -1546,43 +1635,74 @@ __device__ static float cache_get(const vt_gpu_kv &kv, const void *cache, size_t
     return ((const float *)cache)[at];
 }
 
-/* One block per (token, head) of Q, then of K: RMSNorm over the head and
- * NeoX RoPE of its first n_rot dimensions, in place; the blocks of K then
- * store the head's K (so normed and rotated) and V rows into the cache at
- * position *kv.pos + t. */
+/* One block of QK_THREADS per (token, head) of Q, then of K: RMSNorm over
+ * the head and NeoX RoPE of its first n_rot dimensions, in place; the
+ * blocks of K then store the head's K (so normed and rotated) and V rows
+ * into the cache at position *kv.pos + t. The weights and the angles
+ * (copied before the step's first kernel, so never a kernel ahead's
+ * output) are loaded before the wait; after it the head's x (and V) come
+ * in one round into registers, the norm and RoPE work in shared memory,
+ * and x and the cache are written once. The same operations on each
+ * element as one pass after another, so the same bits. */
 #define VT_GPU_MAX_HEAD 512
-__global__ static void k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, int64_t ldq, float *k, int64_t ldk,
-                                            const float *v, int64_t ldv, int n_head, int n_head_kv, int64_t hd,
-                                            const float *qw, const float *kw, float eps, const float *cs,
-                                            int64_t n_rot)
+#define QK_THREADS 64
+#define QK_PER (VT_GPU_MAX_HEAD / QK_THREADS)
+__global__ static void __launch_bounds__(QK_THREADS)
+    k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, int64_t ldq, float *k, int64_t ldk, const float *v,
+                         int64_t ldv, int n_head, int n_head_kv, int64_t hd, const float *qw, const float *kw,
+                         float eps, const float *cs, int64_t n_rot)
 {
-    GRID_ENTER();
-    __shared__ float scale_s, sq[VT_GPU_MAX_HEAD];
-    const int per = n_head + n_head_kv;
+    GRID_RELEASE();
+    __shared__ float sq[VT_GPU_MAX_HEAD], xs[VT_GPU_MAX_HEAD], cs_s[VT_GPU_MAX_HEAD];
+    const int per = n_head + n_head_kv, tid = threadIdx.x;
     const int64_t t = blockIdx.x / per;
     const int h = (int)(blockIdx.x % per), is_k = h >= n_head, kh = h - n_head;
     float *x = is_k ? k + t * ldk + kh * hd : q + t * ldq + h * hd;
-    const float *w = is_k ? kw : qw;
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
-        sq[i] = x[i] * x[i];
+    const float *w = is_k ? kw : qw, *vr = is_k ? v + t * ldv + kh * hd : v;
+    float wv[QK_PER], xv[QK_PER], vv[QK_PER];
+#pragma unroll
+    for (int p = 0; p < QK_PER; p++) {
+        const int64_t i = tid + p * QK_THREADS;
+        wv[p] = i < hd ? w[i] : 0.0f;
+    }
+    for (int64_t i = tid; i < n_rot; i += QK_THREADS)
+        cs_s[i] = cs[t * n_rot + i];
+    GRID_WAIT(); /* q, k and v are the product ahead's */
+#pragma unroll
+    for (int p = 0; p < QK_PER; p++) {
+        const int64_t i = tid + p * QK_THREADS;
+        xv[p] = i < hd ? x[i] : 0.0f;
+        vv[p] = is_k && i < hd ? vr[i] : 0.0f;
+    }
+#pragma unroll
+    for (int p = 0; p < QK_PER; p++) {
+        const int64_t i = tid + p * QK_THREADS;
+        if (i < hd)
+            sq[i] = xv[p] * xv[p];
+    }
     __syncthreads();
-    const float mean = mean_square_as_serial(sq, hd);
-    if (threadIdx.x == 0)
-        scale_s = 1.0f / sqrtf(mean + eps);
+    const float scale = 1.0f / sqrtf(mean_square_as_serial(sq, hd) + eps); /* every thread: the same bits */
+#pragma unroll
+    for (int p = 0; p < QK_PER; p++) {
+        const int64_t i = tid + p * QK_THREADS;
+        if (i < hd)
+            xs[i] = xv[p] * scale * wv[p];
+    }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x)
-        x[i] = x[i] * scale_s * w[i];
-    __syncthreads();
-    const float *c = cs + t * n_rot;
-    for (int64_t i = threadIdx.x; i < n_rot / 2; i += blockDim.x)
-        rope_neox_pair(&x[i], &x[i + n_rot / 2], c[2 * i], c[2 * i + 1]);
-    if (!is_k)
-        return;
+    for (int64_t i = tid; i < n_rot / 2; i += QK_THREADS)
+        rope_neox_pair(&xs[i], &xs[i + n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
     __syncthreads();
     const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)(*kv.pos + t)) * (size_t)kv.kv_dim + (size_t)(kh * hd);
-    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
-        cache_put(kv.dtype, kv.k, at + (size_t)i, x[i]);
-        cache_put(kv.dtype, kv.v, at + (size_t)i, v[t * ldv + kh * hd + i]);
+#pragma unroll
+    for (int p = 0; p < QK_PER; p++) {
+        const int64_t i = tid + p * QK_THREADS;
+        if (i < hd) {
+            x[i] = xs[i];
+            if (is_k) {
+                cache_put(kv.dtype, kv.k, at + (size_t)i, xs[i]);
+                cache_put(kv.dtype, kv.v, at + (size_t)i, vv[p]);
+            }
+        }
     }
 }
 
@@ -1604,7 +1724,7 @@ __device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float
 }
 
 /* One block per (token, head), ATT_THREADS threads.
- *  scores: each warp takes keys warp, warp + warps, ..., two at a time
+ *  scores: each warp takes keys warp, warp + warps, ..., ATT_KEYS at a time
  *          (their loads in flight together), each key's dot in the CPU's
  *          order straight from the cache, times scale;
  *  softmax: the maximum by every thread (order does not matter), exp and a
@@ -1619,6 +1739,7 @@ __device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float
  * keys, the handed-over accumulators (48 x ATT_THREADS / 4), one maximum
  * per warp. */
 #define ATT_THREADS 512
+#define ATT_KEYS 4 /* keys a warp scores at once */
 #define ATT_DN (ATT_THREADS / 4)
 __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv,
                                                                   int64_t hd, const float *q, int64_t ldq, float *out,
@@ -1641,32 +1762,40 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
     const size_t head_off = (size_t)kvh * (size_t)hd;
     const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + head_off;
     const int64_t np = hd & ~(int64_t)63;
-    for (int32_t j = warp; j < n_keys; j += 2 * warps) {
-        const int32_t j2 = j + warps;
-        const int two = j2 < n_keys;
-        const size_t at = layer_at + (size_t)j * (size_t)kv.kv_dim;
-        const size_t at2 = layer_at + (size_t)(two ? j2 : j) * (size_t)kv.kv_dim;
-        float sa = 0.0f, sb = 0.0f, sa2 = 0.0f, sb2 = 0.0f;
-        for (int64_t i = 0; i < np; i += 64) {
-            const float k0 = cache_get(kv, kv.k, at + (size_t)(i + lane));
-            const float k1 = cache_get(kv, kv.k, at + (size_t)(i + 32 + lane));
-            const float k2 = cache_get(kv, kv.k, at2 + (size_t)(i + lane));
-            const float k3 = cache_get(kv, kv.k, at2 + (size_t)(i + 32 + lane));
-            sa = fmaf(k0, qs[i + lane], sa);
-            sb = fmaf(k1, qs[i + 32 + lane], sb);
-            sa2 = fmaf(k2, qs[i + lane], sa2);
-            sb2 = fmaf(k3, qs[i + 32 + lane], sb2);
+    /* ATT_KEYS keys a warp at once (j, j + warps, ...): their loads in flight together */
+    for (int32_t j0 = warp; j0 < n_keys; j0 += ATT_KEYS * warps) {
+        size_t at[ATT_KEYS];
+        float sa[ATT_KEYS], sb[ATT_KEYS];
+#pragma unroll
+        for (int r = 0; r < ATT_KEYS; r++) {
+            const int32_t j = j0 + r * warps;
+            at[r] = layer_at + (size_t)(j < n_keys ? j : j0) * (size_t)kv.kv_dim;
+            sa[r] = 0.0f;
+            sb[r] = 0.0f;
         }
-        float s1 = warp_tree64(sa, sb);
-        float s2 = warp_tree64(sa2, sb2);
-        if (lane == 0) {
-            if (np < hd)
-                s1 = key_dot_tail(kv, at, qs, np, hd, s1);
-            scores[j] = s1 * scale;
-            if (two) {
+#pragma unroll 2
+        for (int64_t i = 0; i < np; i += 64) {
+            float k0[ATT_KEYS], k1[ATT_KEYS];
+#pragma unroll
+            for (int r = 0; r < ATT_KEYS; r++) {
+                k0[r] = cache_get(kv, kv.k, at[r] + (size_t)(i + lane));
+                k1[r] = cache_get(kv, kv.k, at[r] + (size_t)(i + 32 + lane));
+            }
+            const float q0 = qs[i + lane], q1 = qs[i + 32 + lane];
+#pragma unroll
+            for (int r = 0; r < ATT_KEYS; r++) {
+                sa[r] = fmaf(k0[r], q0, sa[r]);
+                sb[r] = fmaf(k1[r], q1, sb[r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < ATT_KEYS; r++) {
+            const int32_t j = j0 + r * warps;
+            float s = warp_tree64(sa[r], sb[r]);
+            if (lane == 0 && j < n_keys) {
                 if (np < hd)
-                    s2 = key_dot_tail(kv, at2, qs, np, hd, s2);
-                scores[j2] = s2 * scale;
+                    s = key_dot_tail(kv, at[r], qs, np, hd, s);
+                scores[j] = s * scale;
             }
         }
     }
@@ -1713,12 +1842,19 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
             acc[k] = 0.0f;
         if (d < hd) {
             const size_t base = layer_at + (size_t)d;
+#pragma unroll 2
             for (int32_t j0 = 16 * gi; j0 < n_keys; j0 += 64) {
+                float vv[16]; /* the 16 loads in flight before their products */
+#pragma unroll
+                for (int k = 0; k < 16; k++) {
+                    const int32_t j = j0 + k;
+                    vv[k] = j < n_keys ? cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim) : 0.0f;
+                }
 #pragma unroll
                 for (int k = 0; k < 16; k++) {
                     const int32_t j = j0 + k;
                     if (j < n_keys)
-                        acc[k] = fmaf(cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim), scores[j] * inv, acc[k]);
+                        acc[k] = fmaf(vv[k], scores[j] * inv, acc[k]);
                 }
             }
         }
@@ -2259,6 +2395,35 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         rows);
 }
 
+/* The output head's one-token Q8_0 product by k_mv1_q8_0_stream (8 rows a
+ * group, as many blocks as are resident at once, at most one a group):
+ * 1 if launched (or failed: *rc), 0 where it does not apply. */
+static int mv1_stream(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
+                      const float *x, int *rc, vt_error *err)
+{
+    enum { R = 8 };
+    const size_t shm = mv1_stream_shm(R, w->row_bytes, w->cols, nb);
+    if (!g->head_stream || !g->mv1 || g->sms < 1 || w->type != VT_TYPE_Q8_0 || n_tok != 1 || rows <= 65536 ||
+        ((uintptr_t)x & 15) != 0 || shm > 48 * 1024 || (size_t)R * w->row_bytes > 16 * MV1_STREAM_WORDS * MV1_THREADS)
+        return 0;
+    if (g->stream_shm != shm) {
+        int per_sm = 0;
+        hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k_mv1_q8_0_stream<R>,
+                                                                    MV1_THREADS, shm);
+        if (e != hipSuccess) {
+            *rc = fail(err, e, "hipOccupancyMaxActiveBlocksPerMultiprocessor");
+            return 1;
+        }
+        g->stream_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
+        g->stream_shm = shm;
+    }
+    const int64_t groups = (rows + R - 1) / R;
+    const unsigned blocks = groups < (int64_t)g->stream_blocks ? (unsigned)groups : g->stream_blocks;
+    *rc = launch_early(g, 1, k_mv1_q8_0_stream<R>, blocks, MV1_THREADS, shm, "k_mv1_q8_0_stream", err, parts,
+                       w->row_bytes, nb, x, rows);
+    return 1;
+}
+
 static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
                       const int64_t *ldys, size_t xrow, vt_error *err)
 {
@@ -2267,6 +2432,9 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     int64_t rows = 0;
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const int64_t nb = w->cols / c->block_elems;
+    int rc = VT_OK;
+    if (mv1_stream(g, w, parts, rows, nb, n_tok, x, &rc, err))
+        return rc;
     size_t shm1 = 0;
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
     if (R)
@@ -2377,7 +2545,7 @@ extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int lay
     if (n_rot < 0 || n_rot > hd || n_rot % 2)
         return vt_error_set(err, VT_EINPUT, "gpu rope: %lld rotated of %lld: expected an even count <= head size",
                             (long long)n_rot, (long long)hd);
-    return launch_early(g, 0, k_qk_norm_rope_store, (unsigned)(n_tok * (n_head + n_head_kv)), 64, 0,
+    return launch_early(g, 0, k_qk_norm_rope_store, (unsigned)(n_tok * (n_head + n_head_kv)), QK_THREADS, 0,
                         "k_qk_norm_rope_store", err, *kv, layer, q, ldq, k, ldk, v, ldv, n_head, n_head_kv, hd, qw, kw,
                         eps, cs, n_rot);
 }
