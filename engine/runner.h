@@ -215,7 +215,7 @@ int vt_runner_score_shaped(vt_runner *r, vt_score_shape shape, const int32_t *pr
 
 /* log-softmax of one row with double accumulation: out[i] = x[i] - logsumexp(x). */
 void vt_log_softmax(const float *x, int32_t n, double *out);
-/* argmax, lowest id on ties. */
+/* argmax, lowest id on ties; NaN entries passed over (0 when x[0] is NaN). */
 int32_t vt_argmax(const float *x, int32_t n);
 
 #endif

@@ -171,6 +171,51 @@ static double gpu_order_sum(const float *a, int64_t n)
     return tree;
 }
 
+/* The plain scan vt_argmax must agree with: the first index of the largest
+ * value, NaN passed over, 0 when x[0] is NaN. */
+static int32_t argmax_by_scan(const float *x, int32_t n)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+Test(argmax, agrees_with_the_plain_scan_on_ties_nans_signed_zeros_and_infinities)
+{
+    /* few distinct values, so that ties, NaN at the front and -0 against +0 come up often */
+    const float pick[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.5f, 2.5f, 1e30f, -1e30f };
+    enum { MAX = 80 };
+    float x[MAX];
+    vt_rng rng;
+    vt_rng_seed(&rng, 20261205);
+    int nan_first = 0, zero_pairs = 0;
+    for (int round = 0; round < 200000; round++) {
+        const int32_t n = (int32_t)(vt_rng_next(&rng) % (MAX + 1));
+        for (int32_t i = 0; i < n; i++)
+            x[i] = pick[vt_rng_next(&rng) % (sizeof pick / sizeof pick[0])];
+        const int32_t want = argmax_by_scan(x, n), got = vt_argmax(x, n);
+        cr_assert_eq(got, want, "round %d, n %d: %d, the scan gives %d", round, n, got, want);
+        nan_first += n > 1 && isnan(x[0]);
+        zero_pairs += n > 1 && x[want] == 0.0f && signbit(x[want]);
+    }
+    cr_assert_gt(nan_first, 1000);
+    cr_assert_gt(zero_pairs, 100); /* a -0 won over a later +0 */
+    /* a vocabulary's length, random logits, and the largest planted first, last and twice */
+    static float big[151936];
+    for (int k = 0; k < 4; k++) {
+        for (int32_t i = 0; i < 151936; i++)
+            big[i] = (float)vt_rng_uniform(&rng) * 40.0f - 20.0f;
+        const int32_t at = k == 0 ? 0 : k == 1 ? 151935 : (int32_t)(vt_rng_next(&rng) % 151936);
+        big[at] = 25.0f;
+        if (k == 3)
+            big[151935] = 25.0f;
+        cr_assert_eq(vt_argmax(big, 151936), at);
+        cr_assert_eq(vt_argmax(big, 151936), argmax_by_scan(big, 151936));
+    }
+}
+
 Test(rmsnorm_mean, any_order_sum_stands_in_only_when_the_serial_mean_is_certain)
 {
     static const int64_t ns[] = { 1, 2, 7, 128, 256, 1000, 1024, 3072, 4096 };
