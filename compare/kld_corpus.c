@@ -6,16 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Argmax, lowest id on ties. */
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 int vt_kld_corpus_run(vt_runner *local, vt_runner *oracle, const int32_t *tokens, int64_t n_tokens,
                       const vt_kld_corpus_opts *o, vt_kld_corpus_result *out, vt_error *err)
 {
@@ -65,7 +55,7 @@ int vt_kld_corpus_run(vt_runner *local, vt_runner *oracle, const int32_t *tokens
                 break;
             }
             /* The near-tie rule's gap of the local's choice, on this prefix. */
-            const double gap = 1000.0 * ((double)ro[argmax(ro, nv)] - (double)ro[argmax(rl, nv)]);
+            const double gap = 1000.0 * ((double)ro[vt_argmax(ro, nv)] - (double)ro[vt_argmax(rl, nv)]);
             if (gap > out->max_gap_mnats)
                 out->max_gap_mnats = gap;
             out->gaps_above += gap > threshold;
