@@ -201,7 +201,7 @@ Test(argmax, agrees_with_the_plain_scan_on_ties_nans_signed_zeros_and_infinities
         zero_pairs += n > 1 && x[want] == 0.0f && signbit(x[want]);
     }
     cr_assert_gt(nan_first, 1000);
-    cr_assert_gt(zero_pairs, 100); /* a -0 won over a later +0 */
+    cr_assert_gt(zero_pairs, 100); /* the answer a -0 (against a +0 elsewhere or not) */
     /* a vocabulary's length, random logits, and the largest planted first, last and twice */
     static float big[151936];
     for (int k = 0; k < 4; k++) {

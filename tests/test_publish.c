@@ -548,8 +548,8 @@ Test(publish, sigkill_never_leaves_a_partial_target, .timeout = 120)
      * it), the delays shrink (no old seen) or grow (no new seen) every 25
      * rounds, up to 4 ROUNDS in all. */
     double reach = 1.2;
-    int rounds = 0;
-    for (int r = 0; r < ROUNDS || ((!saw_old || !saw_new) && r < 4 * ROUNDS); r++, rounds++) {
+    int r;
+    for (r = 0; r < ROUNDS || ((!saw_old || !saw_new) && r < 4 * ROUNDS); r++) {
         if (r >= ROUNDS && r % 25 == 0)
             reach *= !saw_old ? 0.5 : 2.0;
         size_t na = MIN + vt_rng_next(&rng) % (MAX - MIN + 1);
@@ -587,7 +587,7 @@ Test(publish, sigkill_never_leaves_a_partial_target, .timeout = 120)
     }
     cr_log_info("sigkill: %d rounds in %.1f s (publication ~%.1f ms, delays to %.2f of it): old %d, new %d, "
                 "leftovers swept %d",
-                rounds, (now_us() - t_start) / 1e6, span / 1e3, reach, saw_old, saw_new, leftovers);
+                r, (now_us() - t_start) / 1e6, span / 1e3, reach, saw_old, saw_new, leftovers);
     /* The kills did land on both sides of the rename. */
     cr_assert_gt(saw_old, 0);
     cr_assert_gt(saw_new, 0);
