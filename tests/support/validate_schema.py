@@ -31,6 +31,7 @@ covers; older versions stay as frozen $defs: readers keep reading them).
 """
 import json
 import os
+import subprocess
 import struct
 import sys
 
@@ -293,6 +294,24 @@ def check(root, path):
     return ("invalid", fmt, why) if why else ("ok", fmt, None)
 
 
+def schema_files(root):
+    """The tree's *.schema.json files: git's view where root is a checkout (tracked, and untracked but not
+    ignored: copies of the tree kept under ignored folders are not the tree's), else a walk past build*,
+    deps and .git."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                              "--", "*.schema.json"], capture_output=True, check=True).stdout
+        return sorted({os.path.normpath(x) for x in out.decode("utf-8").split("\0") if x})
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    found = []
+    for d, dirs, files in os.walk(root):
+        rel_d = os.path.relpath(d, root)
+        dirs[:] = sorted(x for x in dirs if not (rel_d == "." and (x.startswith("build") or x in ("deps", ".git"))))
+        found += [os.path.normpath(os.path.join(rel_d, n)) for n in files if n.endswith(".schema.json")]
+    return sorted(found)
+
+
 def check_schemas(root):
     bad = 0
     for fmt, (rel, pointer) in sorted(FORMATS.items()):
@@ -314,14 +333,10 @@ def check_schemas(root):
                                               getattr(e, "message", None) or e))
             bad += 1
     used = {rel for rel, _ in FORMATS.values()}
-    for d, dirs, files in os.walk(root):
-        rel_d = os.path.relpath(d, root)
-        dirs[:] = sorted(x for x in dirs if not (rel_d == "." and (x.startswith("build") or x in ("deps", ".git"))))
-        for name in sorted(files):
-            rel = os.path.normpath(os.path.join(rel_d, name))
-            if name.endswith(".schema.json") and rel not in used:
-                print("unused schema %s: no row of FORMATS names it" % rel)
-                bad += 1
+    for rel in schema_files(root):
+        if rel not in used:
+            print("unused schema %s: no row of FORMATS names it" % rel)
+            bad += 1
     if not bad:
         print("ok %d formats, %d schema files" % (len(FORMATS), len(used)))
     return 1 if bad else 0
