@@ -87,7 +87,9 @@ struct vt_gpu {
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
     size_t xq_cap;
-    uint64_t xq_generation;    /* bumped when xq moves: graphs naming the old one are stale */
+    uint64_t xq_generation;    /* bumped when xq or att moves: graphs naming the old one are stale */
+    uint8_t *att;              /* the one-token attention's scores, accumulators and tickets (grown on first need) */
+    size_t att_cap;
     uint8_t *grids_buf;
     vt_iq_grids grids;
     struct gpu_prof *prof;     /* VT_GPU_PROFILE=1: time per kernel (below); NULL: off */
@@ -338,6 +340,7 @@ extern "C" void vt_gpu_close(vt_gpu *g)
         prof_close(g);
         hipStreamSynchronize(g->stream);
         hipFree(g->grids_buf);
+        hipFree(g->att);
         hipStreamDestroy(g->stream);
     }
     free(g);
@@ -1706,6 +1709,16 @@ __global__ static void __launch_bounds__(QK_THREADS)
     }
 }
 
+/* A hint that this thread will soon read the line at p: into this
+ * multiprocessor's L1 or into L2. No effect on any value read. */
+#if !defined(__HIP_PLATFORM_AMD__)
+__device__ static inline void prefetch_l1(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+__device__ static inline void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#else
+__device__ static inline void prefetch_l1(const void *p) { (void)p; }
+__device__ static inline void prefetch_l2(const void *p) { (void)p; }
+#endif
+
 /* The dot of cache row `at` (hd elements) with q (shared), the CPU's
  * ggml_vec_dot_f32 (warp_dot_f32) reading the cache directly, in lane 0. */
 __device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float *qs, int64_t np, int64_t n,
@@ -1723,53 +1736,24 @@ __device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float
     return sum;
 }
 
-/* One block per (token, head), ATT_THREADS threads.
- *  scores: each warp takes keys warp, warp + warps, ..., ATT_KEYS at a time
- *          (their loads in flight together), each key's dot in the CPU's
- *          order straight from the cache, times scale;
- *  softmax: the maximum by every thread (order does not matter), exp and a
- *          float tree per 16 keys, the 16-sums added in double in key order
- *          by one thread (exp_sum_body);
- *  V p:    accumulator k (of 64) holds keys j = k mod 64 in key order, as
- *          kernels_kv.c; the threads in four groups of ATT_THREADS / 4
- *          outputs, group g holding accumulators 16g .. 16g + 15; groups
- *          1..3 hand theirs over in shared memory and group 0 pairs them as
- *          dot() does, then tree16.
- * Shared: q (hd), the scores (n_keys rounded up to 16), one sum per 16
- * keys, the handed-over accumulators (48 x ATT_THREADS / 4), one maximum
- * per warp. */
-#define ATT_THREADS 512
 #define ATT_KEYS 4 /* keys a warp scores at once */
-#define ATT_DN (ATT_THREADS / 4)
-__global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv,
-                                                                  int64_t hd, const float *q, int64_t ldq, float *out,
-                                                                  int64_t ldo)
+
+/* The scores of keys j_begin .. j_end - 1 into scores[j]: the dot of K row
+ * j with q (qs, shared), in the CPU's order straight from the cache, times
+ * scale. Each warp of the block takes keys j_begin + warp, + warps, ...,
+ * ATT_KEYS at a time (their loads in flight together). */
+__device__ static void att_scores(const vt_gpu_kv &kv, size_t layer_at, const float *qs, int64_t hd, int32_t j_begin,
+                                  int32_t j_end, float scale, float *scores)
 {
-    GRID_ENTER();
-    extern __shared__ float sh[];
-    const int32_t pos0 = *kv.pos;
-    const int64_t t = blockIdx.x / n_head;
-    const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
-    const int32_t n_keys = pos0 + (int32_t)t + 1;
-    const int64_t n16 = (n_keys + 15) / 16 * 16;
-    float *qs = sh, *scores = qs + hd, *csum = scores + n16, *part = csum + n16 / 16, *wmax = part + 48 * ATT_DN;
-    __shared__ float inv_s, max_s;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const float scale = 1.0f / sqrtf((float)hd);
-    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
-        qs[d] = q[t * ldq + h * hd + d];
-    __syncthreads();
-    const size_t head_off = (size_t)kvh * (size_t)hd;
-    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + head_off;
     const int64_t np = hd & ~(int64_t)63;
-    /* ATT_KEYS keys a warp at once (j, j + warps, ...): their loads in flight together */
-    for (int32_t j0 = warp; j0 < n_keys; j0 += ATT_KEYS * warps) {
+    for (int32_t j0 = j_begin + warp; j0 < j_end; j0 += ATT_KEYS * warps) {
         size_t at[ATT_KEYS];
         float sa[ATT_KEYS], sb[ATT_KEYS];
 #pragma unroll
         for (int r = 0; r < ATT_KEYS; r++) {
             const int32_t j = j0 + r * warps;
-            at[r] = layer_at + (size_t)(j < n_keys ? j : j0) * (size_t)kv.kv_dim;
+            at[r] = layer_at + (size_t)(j < j_end ? j : j0) * (size_t)kv.kv_dim;
             sa[r] = 0.0f;
             sb[r] = 0.0f;
         }
@@ -1792,14 +1776,24 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
         for (int r = 0; r < ATT_KEYS; r++) {
             const int32_t j = j0 + r * warps;
             float s = warp_tree64(sa[r], sb[r]);
-            if (lane == 0 && j < n_keys) {
+            if (lane == 0 && j < j_end) {
                 if (np < hd)
                     s = key_dot_tail(kv, at[r], qs, np, hd, s);
                 scores[j] = s * scale;
             }
         }
     }
-    __syncthreads();
+}
+
+/* The softmax of scores[0 .. n_keys - 1] (shared) in place, each the
+ * expf16 of itself less the maximum; returns 1 / their sum, tree16 per 16
+ * keys (csum: one float per 16) and the 16-sums added in double in key order
+ * by one thread. wmax: one float a warp. Every thread of the block calls it. */
+__device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, float *wmax)
+{
+    __shared__ float inv_s, max_s;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
     /* The maximum (fmaxf: the same in any order). */
     float m = -INFINITY;
     for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
@@ -1832,7 +1826,66 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
         inv_s = (float)(1.0 / sum);
     }
     __syncthreads();
-    const float inv = inv_s;
+    return inv_s;
+}
+
+/* One block per (token, head), ATT_THREADS threads.
+ *  scores: each warp takes keys warp, warp + warps, ..., ATT_KEYS at a time
+ *          (their loads in flight together), each key's dot in the CPU's
+ *          order straight from the cache, times scale;
+ *  softmax: the maximum by every thread (order does not matter), exp and a
+ *          float tree per 16 keys, the 16-sums added in double in key order
+ *          by one thread (exp_sum_body);
+ *  V p:    accumulator k (of 64) holds keys j = k mod 64 in key order, as
+ *          kernels_kv.c; the threads in four groups of ATT_THREADS / 4
+ *          outputs, group g holding accumulators 16g .. 16g + 15; groups
+ *          1..3 hand theirs over in shared memory and group 0 pairs them as
+ *          dot() does, then tree16.
+ * Shared: q (hd), the scores (n_keys rounded up to 16), one sum per 16
+ * keys, the handed-over accumulators (48 x ATT_THREADS / 4), one maximum
+ * per warp. */
+#define ATT_THREADS 512
+#define ATT_L1_ROWS 256 /* K rows asked into L1 before the wait */
+#define ATT_DN (ATT_THREADS / 4)
+__global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, int layer, int n_head, int n_head_kv,
+                                                                  int64_t hd, const float *q, int64_t ldq, float *out,
+                                                                  int64_t ldo)
+{
+    GRID_RELEASE();
+    extern __shared__ float sh[];
+    const int32_t pos0 = *kv.pos; /* copied before the step's first kernel */
+    const int64_t t = blockIdx.x / n_head;
+    const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
+    const size_t head_off = (size_t)kvh * (size_t)hd;
+    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + head_off;
+    {
+        /* The rows before pos0 are earlier batches' (this batch writes rows
+         * pos0 on): their lines asked for while the kernels ahead still run,
+         * K's first ATT_L1_ROWS rows into L1 (the scores read K first; about
+         * what L1 holds beside the shared memory), the rest into L2. */
+        const size_t es = kv.dtype == VT_CACHE_F32 ? 4 : kv.dtype == VT_CACHE_BF16 ? 2 : 1;
+        const size_t lines = ((size_t)hd * es + 127) / 128;
+        const uint8_t *kb = (const uint8_t *)kv.k + layer_at * es, *vb = (const uint8_t *)kv.v + layer_at * es;
+        for (size_t i = threadIdx.x; i < (size_t)pos0 * lines; i += blockDim.x) {
+            const size_t j = i / lines, at = j * (size_t)kv.kv_dim * es + (i % lines) * 128;
+            if (j < ATT_L1_ROWS)
+                prefetch_l1(kb + at);
+            else
+                prefetch_l2(kb + at);
+            prefetch_l2(vb + at);
+        }
+    }
+    GRID_WAIT(); /* q and the batch's own K and V rows are the kernel ahead's */
+    const int32_t n_keys = pos0 + (int32_t)t + 1;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
+    float *qs = sh, *scores = qs + hd, *csum = scores + n16, *part = csum + n16 / 16, *wmax = part + 48 * ATT_DN;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
+        qs[d] = q[t * ldq + h * hd + d];
+    __syncthreads();
+    att_scores(kv, layer_at, qs, hd, 0, n_keys, scale, scores);
+    __syncthreads();
+    const float inv = att_softmax(scores, n_keys, csum, wmax);
     const int gi = threadIdx.x / ATT_DN, di = threadIdx.x % ATT_DN;
     for (int64_t d0 = 0; d0 < hd; d0 += ATT_DN) {
         const int64_t d = d0 + di;
@@ -1873,6 +1926,130 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
         }
         __syncthreads();
     }
+}
+
+/* The decode step's attention (one token) over more of the device: where
+ * k_attention gives a head one block (16 blocks for 16 heads, the rest of
+ * the multiprocessors idle, each block a long chain of rounds to memory),
+ *   k_att_scores:    ATS_SPLIT blocks a head, each scoring a contiguous
+ *                    ATS_SPLIT-th of the keys into scratch (att_scores);
+ *   k_att_softmax_v: ATV_GROUPS blocks a head; each reads the head's scores,
+ *                    makes the same softmax (att_softmax, every block the
+ *                    same bits), and runs accumulators 16g .. 16g + 15 of
+ *                    every output (keys j = 16g + k mod 64, in key order,
+ *                    as k_attention's group g), into scratch; the last of
+ *                    the head's blocks to finish (a ticket) pairs the 64 as
+ *                    k_attention does, then tree16.
+ * The same operations on the same values in the same order, so the same
+ * bits as k_attention. The rows before pos0 (earlier batches', unchanged by
+ * this one) are asked for before each kernel waits for the one ahead. */
+#define ATS_SPLIT 8
+#define ATS_THREADS 256
+#define ATV_GROUPS 4
+#define ATV_THREADS 512
+
+/* Asks for the lines of cache rows [j_begin, j_end) of one head (layer_at)
+ * whose row number mod 64 is in [m_lo, m_hi), into L1. */
+__device__ static void att_prefetch_rows(const vt_gpu_kv &kv, const void *cache, size_t layer_at, int64_t hd,
+                                         int32_t j_begin, int32_t j_end, int m_lo, int m_hi)
+{
+    const size_t es = kv.dtype == VT_CACHE_F32 ? 4 : kv.dtype == VT_CACHE_BF16 ? 2 : 1;
+    const size_t lines = ((size_t)hd * es + 127) / 128;
+    const uint8_t *base = (const uint8_t *)cache + layer_at * es;
+    const size_t n = j_end > j_begin ? (size_t)(j_end - j_begin) * lines : 0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const size_t j = (size_t)j_begin + i / lines;
+        if ((int)(j % 64) >= m_lo && (int)(j % 64) < m_hi)
+            prefetch_l1(base + j * (size_t)kv.kv_dim * es + (i % lines) * 128);
+    }
+}
+
+__global__ static void __launch_bounds__(ATS_THREADS)
+    k_att_scores(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, int64_t hd, const float *q, float *scores,
+                 int64_t ld_scores)
+{
+    GRID_RELEASE();
+    __shared__ float qs[VT_GPU_MAX_HEAD];
+    const int32_t pos0 = *kv.pos; /* copied before the step's first kernel */
+    const int h = (int)(blockIdx.x / ATS_SPLIT), s = (int)(blockIdx.x % ATS_SPLIT), kvh = h / (n_head / n_head_kv);
+    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + (size_t)kvh * (size_t)hd;
+    const int32_t n_keys = pos0 + 1, chunk = (n_keys + ATS_SPLIT - 1) / ATS_SPLIT;
+    const int32_t j_begin = s * chunk < n_keys ? s * chunk : n_keys;
+    const int32_t j_end = j_begin + chunk < n_keys ? j_begin + chunk : n_keys;
+    att_prefetch_rows(kv, kv.k, layer_at, hd, j_begin, j_end < pos0 ? j_end : pos0, 0, 64);
+    GRID_WAIT(); /* q and this token's K row are the kernel ahead's */
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
+        qs[d] = q[h * hd + d];
+    __syncthreads();
+    att_scores(kv, layer_at, qs, hd, j_begin, j_end, 1.0f / sqrtf((float)hd), scores + (int64_t)h * ld_scores);
+}
+
+template <int HD>
+__global__ static void __launch_bounds__(ATV_THREADS)
+    k_att_softmax_v(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, const float *scores,
+                    int64_t ld_scores, float *acc, int *tickets, float *out)
+{
+    GRID_RELEASE();
+    extern __shared__ float sh[];
+    __shared__ int last;
+    const int32_t pos0 = *kv.pos; /* copied before the step's first kernel */
+    const int h = (int)(blockIdx.x / ATV_GROUPS), gq = (int)(blockIdx.x % ATV_GROUPS), kvh = h / (n_head / n_head_kv);
+    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + (size_t)kvh * (size_t)HD;
+    const int32_t n_keys = pos0 + 1;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
+    float *p = sh, *csum = p + n16, *wmax = csum + n16 / 16;
+    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16);
+    GRID_WAIT(); /* the scores are the kernel ahead's */
+    for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
+        p[j] = scores[(int64_t)h * ld_scores + j];
+    __syncthreads();
+    const float inv = att_softmax(p, n_keys, csum, wmax);
+    /* thread (c, d): accumulators 16 gq + PER c + u, u < PER, of output d
+     * (HD 128: four a thread) */
+    constexpr int PER = 16 * HD / ATV_THREADS;
+    static_assert(PER >= 1 && PER <= 16 && 16 % PER == 0 && (16 / PER) * HD == ATV_THREADS, "one unit a thread");
+    float *a = acc + (int64_t)h * 64 * HD;
+    {
+        const int d = (int)threadIdx.x % HD;
+        const int k0 = 16 * gq + (int)threadIdx.x / HD * PER;
+        const size_t base = layer_at + (size_t)d;
+        float r[PER];
+#pragma unroll
+        for (int u = 0; u < PER; u++)
+            r[u] = 0.0f;
+        for (int32_t j0 = k0; j0 < n_keys; j0 += 64) {
+            float v[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                v[u] = j0 + u < n_keys ? cache_get(kv, kv.v, base + (size_t)(j0 + u) * (size_t)kv.kv_dim) : 0.0f;
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if (j0 + u < n_keys)
+                    r[u] = fmaf(v[u], p[j0 + u] * inv, r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < PER; u++)
+            a[(int64_t)(k0 + u) * HD + d] = r[u];
+    }
+    /* the last of the head's ATV_GROUPS blocks pairs the 64 accumulators */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&tickets[h], 1) == ATV_GROUPS - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    const volatile float *va = a; /* the other blocks' writes, not this multiprocessor's L1 */
+    for (int d = threadIdx.x; d < HD; d += ATV_THREADS) {
+        float l[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            l[k] = (va[k * HD + d] + va[(32 + k) * HD + d]) + (va[(16 + k) * HD + d] + va[(48 + k) * HD + d]);
+        out[h * HD + d] = tree16(l);
+    }
+    if (threadIdx.x == 0)
+        tickets[h] = 0; /* for the next step */
 }
 
 __global__ static void k_add(float *x, const float *y, int64_t n)
@@ -2550,10 +2727,63 @@ extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int lay
                         eps, cs, n_rot);
 }
 
+/* The one-token attention by k_att_scores and k_att_softmax_v<HD> (heads of
+ * 64, 128 or 256): 1 if launched (or failed: *rc), 0 where it does not
+ * apply. Its scratch, g->att: a ticket a head (ATT_TICKETS of them first,
+ * zeroed when it is allocated, each back to zero after its launch), the
+ * scores (n_head rows of ld) and the 64 accumulators of each output. */
+#define ATT_TICKETS 1024
+template <int HD>
+static int att_split_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int n_head, int n_head_kv,
+                            const float *q, float *out, int *rc, vt_error *err)
+{
+    const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
+    const size_t shm = (size_t)(ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
+    const size_t tickets_bytes = ATT_TICKETS * sizeof(int);
+    const size_t scores_bytes = (size_t)n_head * (size_t)ld * sizeof(float);
+    const size_t bytes = tickets_bytes + scores_bytes + (size_t)n_head * 64 * HD * sizeof(float);
+    if (shm > 160 * 1024 || n_head > ATT_TICKETS)
+        return 0;
+    if (bytes > g->att_cap) {
+        hipError_t e = hipSuccess;
+        if (g->att)
+            e = hipFree(g->att);
+        g->att = NULL;
+        g->att_cap = 0;
+        g->xq_generation++;
+        if (e == hipSuccess)
+            e = hipMalloc((void **)&g->att, bytes);
+        if (e == hipSuccess) /* a memset node of the graph where this is its capture */
+            e = hipMemsetAsync(g->att, 0, tickets_bytes, g->stream);
+        if (e != hipSuccess) {
+            *rc = fail(err, e, "gpu attention scratch");
+            return 1;
+        }
+        g->after_kernel = 0;
+        g->att_cap = bytes;
+    }
+    int *tickets = (int *)g->att;
+    float *scores = (float *)(g->att + tickets_bytes), *acc = (float *)(g->att + tickets_bytes + scores_bytes);
+    *rc = launch_early(g, 0, k_att_scores, (unsigned)(n_head * ATS_SPLIT), ATS_THREADS, 0, "k_att_scores", err, *kv,
+                       layer, n_head, n_head_kv, (int64_t)HD, q, scores, ld);
+    if (*rc == VT_OK && (*rc = shm_allow(g, (const void *)k_att_softmax_v<HD>, shm, err)) == VT_OK)
+        *rc = launch_early(g, 0, k_att_softmax_v<HD>, (unsigned)(n_head * ATV_GROUPS), ATV_THREADS, shm,
+                           "k_att_softmax_v", err, *kv, layer, n_head, n_head_kv, (const float *)scores, ld, acc,
+                           tickets, out);
+    return 1;
+}
+
 extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok,
                                 int n_head, int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out,
                                 int64_t ldo, vt_error *err)
 {
+    int rc = VT_OK;
+    if (n_tok == 1 && n_head % n_head_kv == 0 &&
+        (hd == 128   ? att_split_launch<128>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, &rc, err)
+         : hd == 256 ? att_split_launch<256>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, &rc, err)
+         : hd == 64  ? att_split_launch<64>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, &rc, err)
+                     : 0))
+        return rc;
     const int64_t n16 = ((int64_t)keys_max + 15) / 16 * 16;
     const size_t shm = (size_t)(hd + n16 + n16 / 16 + 48 * ATT_DN + ATT_THREADS / 32) * sizeof(float);
     if (shm > 160 * 1024)
