@@ -75,13 +75,16 @@ void vt_gpu_store_free(vt_gpu_store *s)
     s->n = s->cap = s->n_pinned = s->cap_pinned = 0;
 }
 
-int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, vt_error *err)
+int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, int64_t n_vocab,
+                      vt_error *err)
 {
     if (n_rot % 2)
         return vt_error_set(err, VT_EINPUT, "gpu: %lld rotated dimensions: expected an even count", (long long)n_rot);
     const size_t bytes = 8 + (size_t)(max_tok * n_rot) * sizeof(float) + (size_t)max_tok * sizeof(int64_t);
     st->n_rot = n_rot;
-    if (!(st->host = vt_gpu_store_host(s, bytes, err)) || !(st->dev = vt_gpu_store_alloc(s, bytes, err)))
+    st->n_vocab = n_vocab;
+    if (!(st->host = vt_gpu_store_host(s, bytes, err)) || !(st->dev = vt_gpu_store_alloc(s, bytes, err)) ||
+        !(st->logits_host = vt_gpu_store_host(s, (size_t)n_vocab * sizeof(float), err)))
         return err->code;
     return VT_OK;
 }
@@ -91,4 +94,17 @@ int vt_gpu_step_upload(vt_gpu *g, const vt_gpu_step *st, int32_t pos, int64_t n_
     memcpy(st->host, &pos, sizeof pos);
     const size_t bytes = 8 + (size_t)(n_tok * st->n_rot) * sizeof(float) + (size_t)n_tok * sizeof(int64_t);
     return vt_gpu_to_device_async(g, st->dev, st->host, bytes, err);
+}
+
+int vt_gpu_step_logits_queue(vt_gpu *g, const vt_gpu_step *st, const float *row, vt_error *err)
+{
+    return vt_gpu_to_host_async(g, st->logits_host, row, (size_t)st->n_vocab * sizeof(float), err);
+}
+
+int vt_gpu_step_logits_take(vt_gpu *g, const vt_gpu_step *st, float *out, vt_error *err)
+{
+    int rc = vt_gpu_wait(g, err);
+    if (rc == VT_OK)
+        memcpy(out, st->logits_host, (size_t)st->n_vocab * sizeof(float));
+    return rc;
 }

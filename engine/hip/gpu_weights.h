@@ -7,6 +7,8 @@
 #include "../kernels.h"
 #include "vt_gpu.h"
 
+#include <string.h>
+
 typedef struct vt_gpu_store {
     vt_gpu *g;
     void **owned, **pinned; /* device allocations, page-locked host ones */
@@ -23,13 +25,19 @@ void vt_gpu_store_free(vt_gpu_store *s);
 /* A batch's inputs, copied in one piece: its first position (int32, padded
  * to 8 bytes), the RoPE angles of its n_tok tokens (n_rot floats each, n_rot
  * even) and their ids (int64). The device reads the position from pos, so
- * a captured decode step serves every position. */
+ * a captured decode step serves every position. And where a one-row batch's
+ * logits land on the host: page-locked, so that the copy is a node of the
+ * decode step's graph and runs at the device's speed (a copy to pageable
+ * memory goes through the driver's staging, and cannot be captured). */
 typedef struct vt_gpu_step {
     uint8_t *host, *dev; /* page-locked host, device: the same layout */
     int64_t n_rot;
+    float *logits_host; /* page-locked: one row of n_vocab logits */
+    int64_t n_vocab;
 } vt_gpu_step;
 
-int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, vt_error *err);
+int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t n_rot, int64_t n_vocab,
+                      vt_error *err);
 static inline float *vt_gpu_step_rope_host(const vt_gpu_step *st) { return (float *)(st->host + 8); }
 static inline int64_t *vt_gpu_step_ids_host(const vt_gpu_step *st, int64_t n_tok)
 {
@@ -41,7 +49,13 @@ static inline const int64_t *vt_gpu_step_ids(const vt_gpu_step *st, int64_t n_to
 {
     return (const int64_t *)(st->dev + 8 + (size_t)(n_tok * st->n_rot) * sizeof(float));
 }
+/* Sets the position on the host side: a captured step's own copy takes it in. */
+static inline void vt_gpu_step_set_pos(const vt_gpu_step *st, int32_t pos) { memcpy(st->host, &pos, sizeof pos); }
 /* Queues the copy of what the host side holds for n_tok tokens at pos. */
 int vt_gpu_step_upload(vt_gpu *g, const vt_gpu_step *st, int32_t pos, int64_t n_tok, vt_error *err);
+/* Queues the copy of one row of logits (device) to logits_host. */
+int vt_gpu_step_logits_queue(vt_gpu *g, const vt_gpu_step *st, const float *row, vt_error *err);
+/* Waits for the queue, then copies logits_host to out (n_vocab floats). */
+int vt_gpu_step_logits_take(vt_gpu *g, const vt_gpu_step *st, float *out, vt_error *err);
 
 #endif

@@ -131,7 +131,7 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
             return err->code;
     if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)))
         return err->code;
-    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, hp->n_rot, err);
+    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, hp->n_rot, hp->n_vocab, err);
     /* q8: the widest activation of a batch, in F32 (more than its blocks) */
     size_t wide = E > F ? E : F;
     wide = wide > 2 * qd ? wide : 2 * qd;
@@ -401,20 +401,33 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
         vt_q35_rope_angles(rope + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
     }
     vt_gpu_profile_phase(g, n_tok == 1);
-    int rc = vt_gpu_step_upload(g, &m->step, m->n_past, n_tok, err);
+    int rc = VT_OK;
     host_step *eager = m->host_steps, *captured = m->host_steps + hp->n_layer;
-    if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
+    if (m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
         vt_gpu_host_calls_capture()) {
+        /* the graph: the copy of the inputs in, the kernels and host calls, the logits out */
+        vt_gpu_step_set_pos(&m->step, m->n_past);
         if (!vt_gpu_graph_valid(g, m->decode)) {
             vt_gpu_graph_free(g, m->decode);
             m->decode = NULL;
-            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK)
-                rc = vt_gpu_capture_end(g, enqueue_batch(m, 1, 0, 1, m->n_ctx, captured, err), &m->decode, err);
+            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK) {
+                int r = vt_gpu_step_upload(g, &m->step, m->n_past, 1, err);
+                if (r == VT_OK)
+                    r = enqueue_batch(m, 1, 0, 1, m->n_ctx, captured, err);
+                if (r == VT_OK)
+                    r = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
+                rc = vt_gpu_capture_end(g, r, &m->decode, err);
+            }
         }
         if (rc == VT_OK)
             rc = vt_gpu_graph_launch(g, m->decode, err);
-    } else if (rc == VT_OK)
-        rc = enqueue_batch(m, n_tok, out0, n_out, m->n_past + (int32_t)n_tok, eager, err);
+    } else {
+        rc = vt_gpu_step_upload(g, &m->step, m->n_past, n_tok, err);
+        if (rc == VT_OK)
+            rc = enqueue_batch(m, n_tok, out0, n_out, m->n_past + (int32_t)n_tok, eager, err);
+        if (rc == VT_OK && n_out == 1)
+            rc = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
+    }
     if (rc) {
         vt_error ignored;
         vt_gpu_wait(g, &ignored); /* the queued host calls read m: let them finish */
@@ -423,6 +436,8 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
     m->n_past += (int32_t)n_tok;
     if (n_out <= 0)
         return vt_gpu_wait(g, err);
+    if (n_out == 1)
+        return vt_gpu_step_logits_take(g, &m->step, logits, err);
     return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * hp->n_vocab) * sizeof(float), err);
 }
 

@@ -96,7 +96,7 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
             return err->code;
     if (!(m->logits = vt_gpu_store_alloc(&m->store, B * (size_t)hp->n_vocab * sizeof(float), err)))
         return err->code;
-    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, (int64_t)hd, err);
+    int rc = vt_gpu_step_alloc(&m->store, &m->step, (int64_t)B, (int64_t)hd, hp->n_vocab, err);
     /* q8: the widest activation of a batch, in F32 (more than its blocks) */
     const size_t wide = E > F ? (E > qd ? E : qd) : (F > qd ? F : qd);
     if (rc == VT_OK && vt_gpu_matmul_of(m->g) == VT_MATMUL_Q8)
@@ -238,7 +238,8 @@ static int enqueue_batch(vt_gpu_qwen3 *m, int64_t n_tok, int64_t out0, int64_t n
 
 /* One batch at positions n_past ..; the logits of rows [out0, out0 + n_out)
  * copied to logits. A production decode step (one token, its logits) runs
- * as the graph captured at the first such step. */
+ * as the graph captured at the first such step: the copy of its inputs in,
+ * the kernels, the copy of its logits out to page-locked memory. */
 static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, int64_t out0, int64_t n_out,
                          float *logits, vt_error *err)
 {
@@ -253,23 +254,37 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         vt_rope_angles(rope + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
     }
     vt_gpu_profile_phase(g, n_tok == 1);
-    int rc = vt_gpu_step_upload(g, &m->step, pos0, n_tok, err);
-    if (rc == VT_OK && m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX) {
+    int rc = VT_OK;
+    if (m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX) {
+        vt_gpu_step_set_pos(&m->step, pos0);
         if (!vt_gpu_graph_valid(g, m->decode)) {
             vt_gpu_graph_free(g, m->decode);
             m->decode = NULL;
-            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK)
-                rc = vt_gpu_capture_end(g, enqueue_batch(m, 1, 0, 1, m->n_ctx, err), &m->decode, err);
+            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK) {
+                int r = vt_gpu_step_upload(g, &m->step, pos0, 1, err);
+                if (r == VT_OK)
+                    r = enqueue_batch(m, 1, 0, 1, m->n_ctx, err);
+                if (r == VT_OK)
+                    r = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
+                rc = vt_gpu_capture_end(g, r, &m->decode, err);
+            }
         }
         if (rc == VT_OK)
             rc = vt_gpu_graph_launch(g, m->decode, err);
-    } else if (rc == VT_OK)
-        rc = enqueue_batch(m, n_tok, out0, n_out, pos0 + (int32_t)n_tok, err);
+    } else {
+        rc = vt_gpu_step_upload(g, &m->step, pos0, n_tok, err);
+        if (rc == VT_OK)
+            rc = enqueue_batch(m, n_tok, out0, n_out, pos0 + (int32_t)n_tok, err);
+        if (rc == VT_OK && n_out == 1)
+            rc = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
+    }
     if (rc)
         return rc;
     m->n_past += (int32_t)n_tok;
     if (n_out <= 0)
         return vt_gpu_wait(g, err);
+    if (n_out == 1)
+        return vt_gpu_step_logits_take(g, &m->step, logits, err);
     return vt_gpu_to_host(g, logits, m->logits, (size_t)(n_out * hp->n_vocab) * sizeof(float), err);
 }
 
