@@ -10,10 +10,12 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -234,6 +236,73 @@ static char *copy_fact(const char *s, int *oom)
     return c;
 }
 
+/* The hashes of files this process has hashed already, by what stat says
+ * of them: a process that captures again (vt agree runs two runners, a
+ * corpus runs many prompts; the allocation-failure suite runs a capture
+ * thousands of times) hashes its 50-odd shared objects, 60 MB, once.
+ * A file is the same bytes while its device, inode, size, mtime and ctime
+ * are (ctime cannot be set back); an entry is made only when stat says the
+ * same before and after the hash. Out of memory for the table only loses
+ * the saving. */
+typedef struct hashed_file {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+    unsigned char sha256[32];
+} hashed_file;
+
+static pthread_mutex_t hashed_lock = PTHREAD_MUTEX_INITIALIZER;
+static hashed_file *hashed;
+static int n_hashed, hashed_cap;
+
+static int same_file(const hashed_file *h, const struct stat *st)
+{
+    return h->dev == st->st_dev && h->ino == st->st_ino && h->size == st->st_size &&
+           h->mtim.tv_sec == st->st_mtim.tv_sec && h->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+           h->ctim.tv_sec == st->st_ctim.tv_sec && h->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* 1 and the digest in d when path's file was hashed before. */
+static int hashed_before(const struct stat *st, vt_prov_digest *d)
+{
+    int found = 0;
+    pthread_mutex_lock(&hashed_lock);
+    for (int i = 0; i < n_hashed && !found; i++)
+        if (same_file(&hashed[i], st)) {
+            memcpy(d->out[0], hashed[i].sha256, 32);
+            d->len[0] = 32;
+            d->size = (uint64_t)st->st_size;
+            found = 1;
+        }
+    pthread_mutex_unlock(&hashed_lock);
+    return found;
+}
+
+static void remember_hash(const char *path, const struct stat *before, const vt_prov_digest *d)
+{
+    struct stat after;
+    if (stat(path, &after) != 0 || (uint64_t)after.st_size != d->size)
+        return;
+    hashed_file h = { .dev = before->st_dev, .ino = before->st_ino, .size = before->st_size,
+                      .mtim = before->st_mtim, .ctim = before->st_ctim };
+    if (!same_file(&h, &after))
+        return;
+    memcpy(h.sha256, d->out[0], 32);
+    pthread_mutex_lock(&hashed_lock);
+    if (n_hashed == hashed_cap) {
+        int cap = hashed_cap ? 2 * hashed_cap : 64;
+        hashed_file *grown = realloc(hashed, (size_t)cap * sizeof *grown);
+        if (grown) {
+            hashed = grown;
+            hashed_cap = cap;
+        }
+    }
+    if (n_hashed < hashed_cap)
+        hashed[n_hashed++] = h;
+    pthread_mutex_unlock(&hashed_lock);
+}
+
 int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -269,7 +338,39 @@ int vt_runtime_identity_read(vt_runtime_identity *out, vt_error *err)
         if (i)
             hpaths[i] = paths[i - 1];
     }
-    vt_prov_digest_paths(hpaths, n + 1, 0, d, status);
+    /* Those hashed before are not hashed again; the rest go to the pool,
+     * packed to the front of a second list (then copied back in order). */
+    struct stat *st = calloc((size_t)n + 1, sizeof *st);
+    int *todo = calloc((size_t)n + 1, sizeof *todo);
+    const char **tpaths = calloc((size_t)n + 1, sizeof *tpaths);
+    vt_prov_digest *td = calloc((size_t)n + 1, sizeof *td);
+    int *tstatus = calloc((size_t)n + 1, sizeof *tstatus);
+    if (st && todo && tpaths && td && tstatus) {
+        int n_todo = 0;
+        for (int i = 0; i <= n; i++) {
+            int known = stat(hpaths[i], &st[i]) == 0 && S_ISREG(st[i].st_mode) && hashed_before(&st[i], &d[i]);
+            if (!known) {
+                todo[n_todo] = i;
+                tpaths[n_todo] = hpaths[i];
+                td[n_todo++] = d[i];
+            }
+        }
+        vt_prov_digest_paths(tpaths, n_todo, 0, td, tstatus);
+        for (int k = 0; k < n_todo; k++) {
+            int i = todo[k];
+            d[i] = td[k];
+            status[i] = tstatus[k];
+            if (!status[i] && st[i].st_ino)
+                remember_hash(hpaths[i], &st[i], &d[i]);
+        }
+    } else {
+        vt_prov_digest_paths(hpaths, n + 1, 0, d, status); /* no memory to spare: hash them all */
+    }
+    free(st);
+    free(todo);
+    free(tpaths);
+    free(td);
+    free(tstatus);
 
     vt_sbuf miss = { 0 };
     if (maps_errno)

@@ -15,6 +15,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cjson/cJSON.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -528,6 +529,66 @@ Test(manifest, escaped_backslash_then_u0000_is_a_literal_name, .init = make_dir,
 }
 
 /* ---- runtime identity ---- */
+
+/* The hash of a mapped object named path in id, or NULL. */
+static const char *object_sha(const vt_runtime_identity *id, const char *path)
+{
+    for (int i = 0; i < id->n_objects; i++)
+        if (strcmp(id->objects[i].path, path) == 0)
+            return id->objects[i].sha256.hex;
+    return NULL;
+}
+
+/* The identity's hash of the object at path: what the file holds now. */
+static void expect_object_hashed_as_file(const char *path, char out[65])
+{
+    vt_runtime_identity id;
+    vt_error err;
+    cr_assert_eq(vt_runtime_identity_read(&id, &err), VT_OK, "%s", err.msg);
+    const char *got = object_sha(&id, path);
+    cr_assert_not_null(got, "%s not among the %d mapped objects", path, id.n_objects);
+    vt_sha256_hex h;
+    cr_assert_eq(vt_sha256_file(path, &h, NULL, &err), VT_OK, "%s", err.msg);
+    cr_assert_str_eq(got, h.hex, "%s: the identity's hash is not the file's", path);
+    snprintf(out, 65, "%s", got);
+    vt_runtime_identity_free(&id);
+}
+
+/* runtime.c hashes a file once a process while stat says it is the same
+ * file; a file changed since (same size, other bytes; or longer) is hashed
+ * again, never answered from what it held. */
+Test(runtime, a_changed_object_is_hashed_again, .init = make_dir, .fini = remove_dir)
+{
+    char src[600];
+    snprintf(src, sizeof src, "%s/libplugin_ok.so", VT_FAKE_GPU_DIR);
+    size_t len;
+    char *bytes = vt_test_slurp(src, &len);
+    cr_assert_not_null(bytes, "%s", src);
+    char lib[256];
+    snprintf(lib, sizeof lib, "%s", tpath("libcopy.so"));
+    write_bytes(lib, bytes, len);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+
+    char first[65], again[65], changed[65], longer[65];
+    expect_object_hashed_as_file(lib, first);
+    expect_object_hashed_as_file(lib, again);
+    cr_assert_str_eq(first, again);
+    /* The last byte is in the section header table, which the loader does
+     * not read after loading. */
+    int fd = open(lib, O_WRONLY);
+    cr_assert_geq(fd, 0);
+    char last = (char)(bytes[len - 1] ^ 0x5a);
+    cr_assert_eq(pwrite(fd, &last, 1, (off_t)len - 1), 1);
+    expect_object_hashed_as_file(lib, changed);
+    cr_assert_str_neq(changed, first, "same size, other bytes: the old hash was given");
+    cr_assert_eq(pwrite(fd, "x", 1, (off_t)len), 1);
+    close(fd);
+    expect_object_hashed_as_file(lib, longer);
+    cr_assert_str_neq(longer, changed, "a byte longer: the old hash was given");
+    dlclose(h);
+    free(bytes);
+}
 
 Test(runtime, identity_resolved_and_binary_hash_matches)
 {
