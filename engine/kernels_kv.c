@@ -12,7 +12,7 @@ int vt_kv_alloc(vt_kv *kv, int32_t n_layer, int32_t n_ctx, int64_t kv_dim, int64
         return vt_error_set(err, VT_EINPUT, "%s: KV cache of %lld elements a position: expected a "
                             "multiple of head_dim %lld", file, (long long)kv_dim, (long long)head_dim);
     kv->dtype = dtype;
-    kv->elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    kv->elem = vt_cache_elem_bytes(dtype);
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
     kv->kv_dim = kv_dim;

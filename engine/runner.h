@@ -24,6 +24,12 @@ typedef enum vt_cache_dtype {
     VT_CACHE_FP8_E4M3 = 3 /* saturating, round-to-nearest-even */
 } vt_cache_dtype;
 
+/* Bytes of one cache element of dtype (not AUTO). */
+static inline size_t vt_cache_elem_bytes(vt_cache_dtype dtype)
+{
+    return dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+}
+
 /* How a quantized weight meets an activation in a matrix product. */
 typedef enum vt_matmul_mode {
     VT_MATMUL_EXACT = 0, /* dequantized weight x F32 activation, F32 products */

@@ -91,7 +91,7 @@ int vt_gpu_step_alloc(vt_gpu_store *s, vt_gpu_step *st, int64_t max_tok, int64_t
 
 int vt_gpu_step_upload(vt_gpu *g, const vt_gpu_step *st, int32_t pos, int64_t n_tok, vt_error *err)
 {
-    memcpy(st->host, &pos, sizeof pos);
+    vt_gpu_step_set_pos(st, pos);
     const size_t bytes = 8 + (size_t)(n_tok * st->n_rot) * sizeof(float) + (size_t)n_tok * sizeof(int64_t);
     return vt_gpu_to_device_async(g, st->dev, st->host, bytes, err);
 }
@@ -107,4 +107,35 @@ int vt_gpu_step_logits_take(vt_gpu *g, const vt_gpu_step *st, float *out, vt_err
     if (rc == VT_OK)
         memcpy(out, st->logits_host, (size_t)st->n_vocab * sizeof(float));
     return rc;
+}
+
+static int queue_batch(vt_gpu *g, vt_gpu_step *st, int32_t pos, int64_t n_tok, int64_t out0, int64_t n_out,
+                       int32_t keys_max, int captured, const float *logits, vt_gpu_enqueue_fn enqueue, void *model,
+                       vt_error *err)
+{
+    int rc = vt_gpu_step_upload(g, st, pos, n_tok, err);
+    if (rc == VT_OK)
+        rc = enqueue(model, n_tok, out0, n_out, keys_max, captured, err);
+    if (rc == VT_OK && n_out == 1)
+        rc = vt_gpu_step_logits_queue(g, st, logits, err);
+    return rc;
+}
+
+int vt_gpu_step_run(vt_gpu *g, vt_gpu_step *st, vt_gpu_graph **decode, int as_graph, int32_t pos, int64_t n_tok,
+                    int64_t out0, int64_t n_out, int32_t n_ctx, const float *logits, vt_gpu_enqueue_fn enqueue,
+                    void *model, vt_error *err)
+{
+    if (!as_graph)
+        return queue_batch(g, st, pos, n_tok, out0, n_out, pos + (int32_t)n_tok, 0, logits, enqueue, model, err);
+    /* The graph's own copy takes the position in from the host side. */
+    vt_gpu_step_set_pos(st, pos);
+    int rc = VT_OK;
+    if (!vt_gpu_graph_valid(g, *decode)) {
+        vt_gpu_graph_free(g, *decode);
+        *decode = NULL;
+        if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK)
+            rc = vt_gpu_capture_end(g, queue_batch(g, st, pos, 1, 0, 1, n_ctx, 1, logits, enqueue, model, err), decode,
+                                    err);
+    }
+    return rc ? rc : vt_gpu_graph_launch(g, *decode, err);
 }

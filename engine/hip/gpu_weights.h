@@ -58,4 +58,18 @@ int vt_gpu_step_logits_queue(vt_gpu *g, const vt_gpu_step *st, const float *row,
 /* Waits for the queue, then copies logits_host to out (n_vocab floats). */
 int vt_gpu_step_logits_take(vt_gpu *g, const vt_gpu_step *st, float *out, vt_error *err);
 
+/* A model's kernels for one batch of n_tok tokens whose inputs the step
+ * holds: the logits of batch rows [out0, out0 + n_out) into logits (device).
+ * keys_max: the most keys attention sees; captured: for a graph. */
+typedef int (*vt_gpu_enqueue_fn)(void *model, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max,
+                                 int captured, vt_error *err);
+/* Queues one batch at position pos: its inputs in, enqueue's kernels, and a
+ * one-row batch's logits out to the step's page-locked row. As a graph
+ * (a production decode step: one token, its logits, keys up to n_ctx) it
+ * launches *decode, captured first where it is missing or stale; otherwise
+ * launch by launch. The caller then waits (vt_gpu_step_logits_take). */
+int vt_gpu_step_run(vt_gpu *g, vt_gpu_step *st, vt_gpu_graph **decode, int as_graph, int32_t pos, int64_t n_tok,
+                    int64_t out0, int64_t n_out, int32_t n_ctx, const float *logits, vt_gpu_enqueue_fn enqueue,
+                    void *model, vt_error *err);
+
 #endif

@@ -80,6 +80,7 @@ struct vt_gpu {
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
     int head_stream;           /* the one-token Q8_0 head by k_mv1_q8_0_stream (VT_GPU_HEAD_STREAM=0: by k_mv1_q8_0) */
+    int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
     size_t stream_shm;         /* k_mv1_q8_0_stream's blocks resident at once for that shared memory (0: not asked) */
     unsigned stream_blocks;
@@ -312,6 +313,8 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     const char *mv1 = getenv("VT_GPU_MV1"), *hs = getenv("VT_GPU_HEAD_STREAM");
     g->mv1 = !(mv1 && !strcmp(mv1, "0"));
     g->head_stream = !(hs && !strcmp(hs, "0"));
+    const char *ps = getenv("VT_GPU_PAIR_SWIGLU");
+    g->pair_swiglu = !(ps && !strcmp(ps, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
@@ -1122,6 +1125,16 @@ __device__ static void row_q4_k_r8(const uint8_t *wr, int64_t nb, const uint8_t 
             out[t] = acc[t] - mins[t];
 }
 
+/* A paired product's row o (the one-token kernels' SwiGLU epilogue: two
+ * parts of equal rows, a multiple of R / 2): block k takes gate rows
+ * k R/2 .. k R/2 + R/2 - 1, then the same up rows; the parts' row it is. */
+template <int R>
+__device__ static inline int64_t pair_row(const mv_parts &parts, int64_t o)
+{
+    const int64_t h = R / 2, k = o / R, r = o - k * R;
+    return r < h ? k * h + r : parts.rows[0] + k * h + r - h;
+}
+
 /* Row o of the parts: its matrix's data, output and stride; *o its row
  * there. NULL past the last. */
 __device__ static inline const uint8_t *part_row(const mv_parts &parts, int64_t *o, float **y, int64_t *ldy)
@@ -1255,7 +1268,7 @@ static size_t mv1_shm(int R, size_t row_bytes, int64_t cols, int64_t nb)
 /* Step 1 of the one-token products: the block's R rows (from row0) into
  * shared memory, eight 16-byte loads a thread in flight before their
  * stores; rows past the last are left unwritten. */
-template <int R>
+template <int R, bool PAIR>
 __device__ static inline void mv1_copy_rows(const mv_parts &parts, size_t row_bytes, int64_t row0, int64_t total_rows,
                                             uint8_t *rows)
 {
@@ -1269,7 +1282,10 @@ __device__ static inline void mv1_copy_rows(const mv_parts &parts, size_t row_by
             if (k < n_words) {
                 int64_t o = row0 + (int64_t)(k / words), ldy;
                 float *y;
-                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
+                const bool in = o < total_rows;
+                if (PAIR)
+                    o = pair_row<R>(parts, o);
+                const uint8_t *d = in ? part_row(parts, &o, &y, &ldy) : NULL;
                 if (d)
                     v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
             }
@@ -1342,10 +1358,11 @@ __device__ static inline void mv1_sums_q8_0(const uint8_t *rows, size_t row_byte
 }
 
 /* Step 4: the eight chains of each of R rows (from row0), then their sum
- * into the row's output. */
+ * into the row's output, or into pair_out[r] (shared; the SwiGLU epilogue's
+ * input) where it is given. */
 template <int R>
 __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row0, int64_t total_rows, int64_t nb,
-                                              const int *ss, const float *sd)
+                                              const int *ss, const float *sd, float *pair_out)
 {
     const int tid = threadIdx.x;
     if (tid < ((R * 8 + 31) & ~31)) {
@@ -1365,12 +1382,32 @@ __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row
             a[k] = SHFL(acc, (lane & ~7) + k, 32);
         int64_t o = row0 + r, ldy;
         float *y;
-        if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
+        if (r < R && m == 0 && pair_out)
+            pair_out[r] = vt_hsum8(a);
+        else if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
             y[o] = vt_hsum8(a);
     }
 }
 
+/* The SwiGLU epilogue of a paired product (pair_row): the block's
+ * R / 2 gate rows and their up rows, summed into out[] (shared), give part
+ * 0's output swiglu_lane(gate, up), as k_swiglu computes it. */
 template <int R>
+__device__ static inline void mv1_pair_swiglu(const mv_parts &parts, const float *out)
+{
+    __syncthreads();
+    const int h = R / 2;
+    if (threadIdx.x < h)
+        parts.y[0][(int64_t)blockIdx.x * h + threadIdx.x] = swiglu_lane(out[threadIdx.x], out[threadIdx.x + h]);
+}
+
+/* What a one-token kernel does after its products: each kind its own
+ * instantiation, so that the plain products (most launches) keep the
+ * registers of a kernel without an epilogue (epilogues compiled into every
+ * instantiation measured slower: docs/bench-gpu.txt 2026-12-06 04:11). */
+enum { MV1_PLAIN, MV1_SWIGLU };
+
+template <int R, int EPI>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
 {
@@ -1383,13 +1420,16 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     float *sd = xd + nb;
     const int64_t row0 = (int64_t)blockIdx.x * R;
 
-    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
+    mv1_copy_rows<R, EPI == MV1_SWIGLU>(parts, row_bytes, row0, total_rows, rows);
     GRID_WAIT(); /* x is the kernel ahead's output */
     mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
     mv1_sums_q8_0<R>(rows, row_bytes, nb, xq, xd, ss, sd);
     __syncthreads();
-    mv1_chains_q8_0<R>(parts, row0, total_rows, nb, ss, sd);
+    __shared__ float pair_out[R];
+    mv1_chains_q8_0<R>(parts, row0, total_rows, nb, ss, sd, EPI == MV1_SWIGLU ? pair_out : NULL);
+    if (EPI == MV1_SWIGLU)
+        mv1_pair_swiglu<R>(parts, pair_out);
 }
 
 /* The output head's Q8_0 product (one token, many rows): a block per
@@ -1420,7 +1460,7 @@ k_mv1_q8_0_stream(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, 
     const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
     const int64_t groups = (total_rows + R - 1) / R;
 
-    mv1_copy_rows<R>(parts, row_bytes, (int64_t)blockIdx.x * R, total_rows, rows[0]);
+    mv1_copy_rows<R, false>(parts, row_bytes, (int64_t)blockIdx.x * R, total_rows, rows[0]);
     GRID_WAIT(); /* x is the kernel ahead's output */
     mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
@@ -1443,7 +1483,7 @@ k_mv1_q8_0_stream(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, 
         }
         mv1_sums_q8_0<R>(rows[cur], row_bytes, nb, xq, xd, ss, sd);
         __syncthreads();
-        mv1_chains_q8_0<R>(parts, gi * R, total_rows, nb, ss, sd);
+        mv1_chains_q8_0<R>(parts, gi * R, total_rows, nb, ss, sd, NULL);
 #pragma unroll
         for (int u = 0; u < MV1_STREAM_WORDS; u++) {
             const unsigned k = (unsigned)u * MV1_THREADS + threadIdx.x;
@@ -1471,7 +1511,7 @@ static size_t mv1_q4_k_shm(int R, size_t row_bytes, int64_t nb)
     return (size_t)R * row_bytes + (size_t)nb * VT_Q8_K_BYTES + (size_t)R * (size_t)nb * 2 * sizeof(int);
 }
 
-template <int R>
+template <int R, int EPI>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
 {
@@ -1484,7 +1524,7 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     const int tid = threadIdx.x, lane = tid & 31;
     const int64_t row0 = (int64_t)blockIdx.x * R;
 
-    mv1_copy_rows<R>(parts, row_bytes, row0, total_rows, rows);
+    mv1_copy_rows<R, EPI == MV1_SWIGLU>(parts, row_bytes, row0, total_rows, rows);
     GRID_WAIT(); /* x is the kernel ahead's output */
     quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5, MV1_THREADS / 32);
     __syncthreads();
@@ -1522,9 +1562,10 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     __syncthreads();
 
     /* 4. the two chains of each row */
+    __shared__ float pair_out[R];
     if (tid < R) {
         int64_t o = row0 + tid, ldy;
-        float *y;
+        float *y = NULL;
         if (o < total_rows && part_row(parts, &o, &y, &ldy)) {
             float acc = 0.0f, mins = 0.0f;
             const uint8_t *w = rows + (size_t)tid * row_bytes;
@@ -1535,9 +1576,14 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
                 acc = fmaf((float)isums[tid * nb + b], dh * dx, acc);
                 mins = fmaf((float)imins[tid * nb + b], mh * dx, mins);
             }
-            y[o] = acc - mins;
+            if (EPI == MV1_SWIGLU)
+                pair_out[tid] = acc - mins;
+            else
+                y[o] = acc - mins;
         }
     }
+    if (EPI == MV1_SWIGLU)
+        mv1_pair_swiglu<R>(parts, pair_out);
 }
 
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
@@ -1829,6 +1875,27 @@ __device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, 
     return inv_s;
 }
 
+/* Asks for the 128-byte lines of cache rows [j_begin, j_end) of one head
+ * (layer_at) whose row number mod 64 is in [m_lo, m_hi): rows below l1_rows
+ * into L1, the others into L2. */
+__device__ static void att_prefetch_rows(const vt_gpu_kv &kv, const void *cache, size_t layer_at, int64_t hd,
+                                         int32_t j_begin, int32_t j_end, int m_lo, int m_hi, int32_t l1_rows)
+{
+    const size_t es = (size_t)kv.elem, lines = ((size_t)hd * es + 127) / 128;
+    const uint8_t *base = (const uint8_t *)cache + layer_at * es;
+    const size_t n = j_end > j_begin ? (size_t)(j_end - j_begin) * lines : 0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const size_t j = (size_t)j_begin + i / lines;
+        const uint8_t *at = base + j * (size_t)kv.kv_dim * es + (i % lines) * 128;
+        if ((int)(j % 64) < m_lo || (int)(j % 64) >= m_hi)
+            continue;
+        if (j < (size_t)l1_rows)
+            prefetch_l1(at);
+        else
+            prefetch_l2(at);
+    }
+}
+
 /* One block per (token, head), ATT_THREADS threads.
  *  scores: each warp takes keys warp, warp + warps, ..., ATT_KEYS at a time
  *          (their loads in flight together), each key's dot in the CPU's
@@ -1858,23 +1925,12 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
     const int h = (int)(blockIdx.x % n_head), kvh = h / (n_head / n_head_kv);
     const size_t head_off = (size_t)kvh * (size_t)hd;
     const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + head_off;
-    {
-        /* The rows before pos0 are earlier batches' (this batch writes rows
-         * pos0 on): their lines asked for while the kernels ahead still run,
-         * K's first ATT_L1_ROWS rows into L1 (the scores read K first; about
-         * what L1 holds beside the shared memory), the rest into L2. */
-        const size_t es = kv.dtype == VT_CACHE_F32 ? 4 : kv.dtype == VT_CACHE_BF16 ? 2 : 1;
-        const size_t lines = ((size_t)hd * es + 127) / 128;
-        const uint8_t *kb = (const uint8_t *)kv.k + layer_at * es, *vb = (const uint8_t *)kv.v + layer_at * es;
-        for (size_t i = threadIdx.x; i < (size_t)pos0 * lines; i += blockDim.x) {
-            const size_t j = i / lines, at = j * (size_t)kv.kv_dim * es + (i % lines) * 128;
-            if (j < ATT_L1_ROWS)
-                prefetch_l1(kb + at);
-            else
-                prefetch_l2(kb + at);
-            prefetch_l2(vb + at);
-        }
-    }
+    /* The rows before pos0 are earlier batches' (this batch writes rows
+     * pos0 on): their lines asked for while the kernels ahead still run,
+     * K's first ATT_L1_ROWS rows into L1 (the scores read K first; about
+     * what L1 holds beside the shared memory), the rest into L2. */
+    att_prefetch_rows(kv, kv.k, layer_at, hd, 0, pos0, 0, 64, ATT_L1_ROWS);
+    att_prefetch_rows(kv, kv.v, layer_at, hd, 0, pos0, 0, 64, 0);
     GRID_WAIT(); /* q and the batch's own K and V rows are the kernel ahead's */
     const int32_t n_keys = pos0 + (int32_t)t + 1;
     const int64_t n16 = (n_keys + 15) / 16 * 16;
@@ -1948,22 +2004,6 @@ __global__ static void __launch_bounds__(ATT_THREADS) k_attention(vt_gpu_kv kv, 
 #define ATV_GROUPS 4
 #define ATV_THREADS 512
 
-/* Asks for the lines of cache rows [j_begin, j_end) of one head (layer_at)
- * whose row number mod 64 is in [m_lo, m_hi), into L1. */
-__device__ static void att_prefetch_rows(const vt_gpu_kv &kv, const void *cache, size_t layer_at, int64_t hd,
-                                         int32_t j_begin, int32_t j_end, int m_lo, int m_hi)
-{
-    const size_t es = kv.dtype == VT_CACHE_F32 ? 4 : kv.dtype == VT_CACHE_BF16 ? 2 : 1;
-    const size_t lines = ((size_t)hd * es + 127) / 128;
-    const uint8_t *base = (const uint8_t *)cache + layer_at * es;
-    const size_t n = j_end > j_begin ? (size_t)(j_end - j_begin) * lines : 0;
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const size_t j = (size_t)j_begin + i / lines;
-        if ((int)(j % 64) >= m_lo && (int)(j % 64) < m_hi)
-            prefetch_l1(base + j * (size_t)kv.kv_dim * es + (i % lines) * 128);
-    }
-}
-
 __global__ static void __launch_bounds__(ATS_THREADS)
     k_att_scores(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, int64_t hd, const float *q, float *scores,
                  int64_t ld_scores)
@@ -1976,7 +2016,7 @@ __global__ static void __launch_bounds__(ATS_THREADS)
     const int32_t n_keys = pos0 + 1, chunk = (n_keys + ATS_SPLIT - 1) / ATS_SPLIT;
     const int32_t j_begin = s * chunk < n_keys ? s * chunk : n_keys;
     const int32_t j_end = j_begin + chunk < n_keys ? j_begin + chunk : n_keys;
-    att_prefetch_rows(kv, kv.k, layer_at, hd, j_begin, j_end < pos0 ? j_end : pos0, 0, 64);
+    att_prefetch_rows(kv, kv.k, layer_at, hd, j_begin, j_end < pos0 ? j_end : pos0, 0, 64, INT32_MAX);
     GRID_WAIT(); /* q and this token's K row are the kernel ahead's */
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x)
         qs[d] = q[h * hd + d];
@@ -1998,7 +2038,7 @@ __global__ static void __launch_bounds__(ATV_THREADS)
     const int32_t n_keys = pos0 + 1;
     const int64_t n16 = (n_keys + 15) / 16 * 16;
     float *p = sh, *csum = p + n16, *wmax = csum + n16 / 16;
-    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16);
+    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16, INT32_MAX);
     GRID_WAIT(); /* the scores are the kernel ahead's */
     for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
         p[j] = scores[(int64_t)h * ld_scores + j];
@@ -2559,17 +2599,17 @@ static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, 
     return R && *shm <= 48 * 1024 ? R : 0;
 }
 
-/* The one-token kernel of R rows a block. */
-template <int R>
+/* The one-token kernel of R rows a block with epilogue EPI. */
+template <int R, int EPI>
 static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, const float *x,
-                      size_t shm, vt_error *err)
+                      size_t shm, const char *name, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
     if (w->type == VT_TYPE_Q4_K)
-        return launch_early(g, 1, k_mv1_q4_k<R>, blocks, MV1_THREADS, shm, "k_mv1_q4_k", err, parts, w->row_bytes, nb,
-                            x, rows);
-    return launch_early(g, 1, k_mv1_q8_0<R>, blocks, MV1_THREADS, shm, "k_mv1_q8_0", err, parts, w->row_bytes, nb, x,
-                        rows);
+        return launch_early(g, 1, k_mv1_q4_k<R, EPI>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q4_k", err,
+                            parts, w->row_bytes, nb, x, rows);
+    return launch_early(g, 1, k_mv1_q8_0<R, EPI>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q8_0", err, parts,
+                        w->row_bytes, nb, x, rows);
 }
 
 /* The output head's one-token Q8_0 product by k_mv1_q8_0_stream (8 rows a
@@ -2615,10 +2655,10 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     size_t shm1 = 0;
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
     if (R)
-        return R == 16 ? mv1_launch<16>(g, w, parts, rows, nb, x, shm1, err)
-               : R == 8 ? mv1_launch<8>(g, w, parts, rows, nb, x, shm1, err)
-               : R == 4 ? mv1_launch<4>(g, w, parts, rows, nb, x, shm1, err)
-                        : mv1_launch<2>(g, w, parts, rows, nb, x, shm1, err);
+        return R == 16 ? mv1_launch<16, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
+               : R == 8 ? mv1_launch<8, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
+               : R == 4 ? mv1_launch<4, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
+                        : mv1_launch<2, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err);
     const int warps = int_matvec_warps(w->row_bytes, xrow, n_tok);
     const int rpw = rows > 65536 ? 4 : 1; /* the output head */
     const unsigned blocks = (unsigned)((rows + (int64_t)warps * rpw - 1) / ((int64_t)warps * rpw));
@@ -2798,6 +2838,34 @@ extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32
 extern "C" int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
 {
     return launch_early(g, 0, k_add, grid_for(n, 256), 256, 0, "k_add", err, x, y, n);
+}
+
+/* The feed-forward's gate and up products of one token and SwiGLU in one
+ * launch where the one-token kernels apply (k_mv1_*'s MV1_SWIGLU: each
+ * block's gate rows and the same up rows, then swiglu_lane of the two, the
+ * same bits as the three steps); else the grouped product and k_swiglu.
+ * gate[] (n_tok rows of wg->rows) gets the result; up[] is scratch. */
+extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_gpu_mat *wu, const float *x,
+                                     int64_t n_tok, float *gate, float *up, vt_error *err)
+{
+    const vt_gpu_mat *ws[2] = { wg, wu };
+    float *const ys[2] = { gate, up };
+    const int64_t lds[2] = { wg->rows, wg->rows };
+    size_t xrow, shm = 0;
+    if (g->pair_swiglu && n_tok == 1 && wg->type == wu->type && wg->rows == wu->rows && wg->cols == wu->cols &&
+        int_matvec_fits(g, ws, 2, n_tok, &xrow)) {
+        const vt_codec *c = vt_codec_by_type(wg->type);
+        const int64_t nb = wg->cols / c->block_elems;
+        int64_t rows = 0;
+        mv_parts parts = parts_of(ws, 2, ys, lds, &rows);
+        const int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
+        if ((R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
+            return R == 8 ? mv1_launch<8, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
+                          : mv1_launch<4, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err);
+        }
+    }
+    int rc = vt_gpu_matmul_group(g, ws, 2, x, n_tok, ys, lds, err);
+    return rc ? rc : vt_gpu_swiglu(g, gate, up, n_tok, wg->rows, err);
 }
 
 extern "C" int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err)

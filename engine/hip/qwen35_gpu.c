@@ -154,7 +154,7 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(m->host_steps = calloc(2 * (size_t)hp->n_layer, sizeof *m->host_steps)))
         return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
     const int32_t n_attn = hp->n_layer - hp->n_recurrent;
-    const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    const size_t elem = vt_cache_elem_bytes(dtype);
     const size_t cells = (size_t)n_attn * (size_t)m->n_ctx * kvd + 1;
     float table[256];
     for (int c = 0; c < 256; c++)
@@ -164,8 +164,8 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
         !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
-    m->kv = (vt_gpu_kv){ .k = k, .v = v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype, .n_layer = n_attn, .n_ctx = m->n_ctx,
-                         .kv_dim = (int64_t)kvd, .fp8_table = dtable };
+    m->kv = (vt_gpu_kv){ .k = k, .v = v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype, .elem = (int)elem,
+                         .n_layer = n_attn, .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd, .fp8_table = dtable };
     return VT_OK;
 }
 
@@ -340,14 +340,18 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
 }
 
 /* The kernels and host calls of one batch (its inputs in m->step); the
- * logits of rows [out0, out0 + n_out) into m->logits. hs: the layers' host
- * call arguments for this kind of step; keys_max as qwen3_gpu.c's. */
-static int enqueue_batch(vt_gpu_qwen35 *m, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max,
-                         host_step *hs, vt_error *err)
+ * logits of rows [out0, out0 + n_out) into m->logits (gpu_weights.h's
+ * vt_gpu_enqueue_fn). A captured step's host calls read their own
+ * arguments (the second half of m->host_steps): the graph keeps their
+ * addresses while eager batches rewrite the first half. */
+static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max, int captured,
+                         vt_error *err)
 {
+    vt_gpu_qwen35 *m = model;
+    host_step *hs = m->host_steps + (captured ? m->hp.n_layer : 0);
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff, V = hp->n_vocab;
+    const int64_t E = hp->n_embd, V = hp->n_vocab;
     int rc;
     /* 1. Embeddings. */
     STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
@@ -359,12 +363,9 @@ static int enqueue_batch(vt_gpu_qwen35 *m, int64_t n_tok, int64_t out0, int64_t 
         STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, &hs[l], err)
                           : attention_mixer(m, L, n_tok, keys_max, &hs[l], err))
         STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->post_norm, n_tok, E, hp->rms_eps, err))
-        /* 3. Feed-forward; residual add and the next layer's RMSNorm. */
-        const vt_gpu_mat *gu[2] = { &L->gate, &L->up };
-        float *const gu_out[2] = { m->ffg, m->ffu };
-        const int64_t gu_ld[2] = { F, F };
-        STEP(vt_gpu_matmul_group(g, gu, 2, m->xn, n_tok, gu_out, gu_ld, err))
-        STEP(vt_gpu_swiglu(g, m->ffg, m->ffu, n_tok, F, err))
+        /* 3. Feed-forward (gate, up and SwiGLU one launch for one token);
+         *    residual add and the next layer's RMSNorm. */
+        STEP(vt_gpu_gate_up_swiglu(g, &L->gate, &L->up, m->xn, n_tok, m->ffg, m->ffu, err))
         STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))
         if (l + 1 < hp->n_layer) {
             STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
@@ -401,33 +402,10 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
         vt_q35_rope_angles(rope + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
     }
     vt_gpu_profile_phase(g, n_tok == 1);
-    int rc = VT_OK;
-    host_step *eager = m->host_steps, *captured = m->host_steps + hp->n_layer;
-    if (m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
-        vt_gpu_host_calls_capture()) {
-        /* the graph: the copy of the inputs in, the kernels and host calls, the logits out */
-        vt_gpu_step_set_pos(&m->step, m->n_past);
-        if (!vt_gpu_graph_valid(g, m->decode)) {
-            vt_gpu_graph_free(g, m->decode);
-            m->decode = NULL;
-            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK) {
-                int r = vt_gpu_step_upload(g, &m->step, m->n_past, 1, err);
-                if (r == VT_OK)
-                    r = enqueue_batch(m, 1, 0, 1, m->n_ctx, captured, err);
-                if (r == VT_OK)
-                    r = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
-                rc = vt_gpu_capture_end(g, r, &m->decode, err);
-            }
-        }
-        if (rc == VT_OK)
-            rc = vt_gpu_graph_launch(g, m->decode, err);
-    } else {
-        rc = vt_gpu_step_upload(g, &m->step, m->n_past, n_tok, err);
-        if (rc == VT_OK)
-            rc = enqueue_batch(m, n_tok, out0, n_out, m->n_past + (int32_t)n_tok, eager, err);
-        if (rc == VT_OK && n_out == 1)
-            rc = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
-    }
+    const int as_graph = m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
+                         vt_gpu_host_calls_capture();
+    int rc = vt_gpu_step_run(g, &m->step, &m->decode, as_graph, m->n_past, n_tok, out0, n_out, m->n_ctx, m->logits,
+                             enqueue_batch, m, err);
     if (rc) {
         vt_error ignored;
         vt_gpu_wait(g, &ignored); /* the queued host calls read m: let them finish */

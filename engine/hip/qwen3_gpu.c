@@ -5,9 +5,10 @@
  *              of Q and K -> K, V into the cache -> attention -> output
  *              projection -> residual add -> RMSNorm -> gate, up -> SwiGLU
  *              -> down projection -> residual add
- *              (a residual add and the RMSNorm after it are one launch; so
- *              are Q, K and V, and gate and up, where their codecs allow;
- *              the heads' norms, RoPE and the cache store are one)
+ *              (a residual add and the RMSNorm after it are one launch;
+ *              so are Q, K and V, and gate and up, where their codecs
+ *              allow, and for one token SwiGLU with them; the heads'
+ *              norms, RoPE and the cache store are one)
  *   final RMSNorm -> output head -> logits, copied to the host
  * The CPU engine opens and checks the file (vt_qwen3_open); the tensors it
  * loaded (qwen3_model.h) are copied to device memory in their codecs. RoPE's angles are the CPU's
@@ -103,7 +104,7 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
         rc = vt_gpu_reserve(m->g, B * wide * sizeof(float), err);
     if (rc)
         return rc;
-    const size_t elem = dtype == VT_CACHE_F32 ? 4 : dtype == VT_CACHE_BF16 ? 2 : 1;
+    const size_t elem = vt_cache_elem_bytes(dtype);
     const size_t cells = (size_t)hp->n_layer * (size_t)m->n_ctx * kvd;
     float table[256];
     for (int c = 0; c < 256; c++)
@@ -112,8 +113,9 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(m->kv.k = vt_gpu_store_alloc(&m->store, cells * elem, err)) || !(m->kv.v = vt_gpu_store_alloc(&m->store, cells * elem, err)) ||
         !(dtable = vt_gpu_store_alloc(&m->store, sizeof table, err)) || vt_gpu_to_device(m->g, dtable, table, sizeof table, err))
         return err->code;
-    m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype, .n_layer = hp->n_layer,
-                         .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd, .fp8_table = dtable };
+    m->kv = (vt_gpu_kv){ .k = m->kv.k, .v = m->kv.v, .pos = vt_gpu_step_pos(&m->step), .dtype = (int)dtype,
+                         .elem = (int)elem, .n_layer = hp->n_layer, .n_ctx = m->n_ctx, .kv_dim = (int64_t)kvd,
+                         .fp8_table = dtable };
     return VT_OK;
 }
 
@@ -174,12 +176,14 @@ void vt_gpu_qwen3_resolved(const vt_gpu_qwen3 *m, vt_runner_settings *out)
 /* The kernels of one batch of n_tok tokens (its inputs in m->step): the
  * logits of batch rows [out0, out0 + n_out) into m->logits. keys_max:
  * the most keys attention sees (the context for a captured step). */
-static int enqueue_batch(vt_gpu_qwen3 *m, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max,
+static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max, int captured,
                          vt_error *err)
 {
+    vt_gpu_qwen3 *m = model;
+    (void)captured; /* the same kernels either way */
     vt_gpu *g = m->g;
     const vt_qwen3_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim, V = hp->n_vocab;
+    const int64_t E = hp->n_embd, hd = hp->head_dim, V = hp->n_vocab;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
     const float *rope = vt_gpu_step_rope(&m->step);
     int rc;
@@ -209,13 +213,9 @@ static int enqueue_batch(vt_gpu_qwen3 *m, int64_t n_tok, int64_t out0, int64_t n
         /* 5. Output projection; residual add and the feed-forward's RMSNorm. */
         STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
         STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->ffn_norm, n_tok, E, hp->rms_eps, err))
-        /* 6. Feed-forward: gate and up, SwiGLU, down; residual add and the
-         *    next layer's RMSNorm. */
-        const vt_gpu_mat *gu[2] = { &L->gate, &L->up };
-        float *const gu_out[2] = { m->gate, m->up };
-        const int64_t gu_ld[2] = { F, F };
-        STEP(vt_gpu_matmul_group(g, gu, 2, m->xn, n_tok, gu_out, gu_ld, err))
-        STEP(vt_gpu_swiglu(g, m->gate, m->up, n_tok, F, err))
+        /* 6. Feed-forward: gate and up, SwiGLU (one launch for one token),
+         *    down; residual add and the next layer's RMSNorm. */
+        STEP(vt_gpu_gate_up_swiglu(g, &L->gate, &L->up, m->xn, n_tok, m->gate, m->up, err))
         STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))
         if (l + 1 < hp->n_layer) {
             STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
@@ -254,30 +254,9 @@ static int forward_batch(vt_gpu_qwen3 *m, const int32_t *tokens, int64_t n_tok, 
         vt_rope_angles(rope + t * hd, pos0 + (int32_t)t, hd, hp->rope_base);
     }
     vt_gpu_profile_phase(g, n_tok == 1);
-    int rc = VT_OK;
-    if (m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX) {
-        vt_gpu_step_set_pos(&m->step, pos0);
-        if (!vt_gpu_graph_valid(g, m->decode)) {
-            vt_gpu_graph_free(g, m->decode);
-            m->decode = NULL;
-            if ((rc = vt_gpu_capture_begin(g, err)) == VT_OK) {
-                int r = vt_gpu_step_upload(g, &m->step, pos0, 1, err);
-                if (r == VT_OK)
-                    r = enqueue_batch(m, 1, 0, 1, m->n_ctx, err);
-                if (r == VT_OK)
-                    r = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
-                rc = vt_gpu_capture_end(g, r, &m->decode, err);
-            }
-        }
-        if (rc == VT_OK)
-            rc = vt_gpu_graph_launch(g, m->decode, err);
-    } else {
-        rc = vt_gpu_step_upload(g, &m->step, pos0, n_tok, err);
-        if (rc == VT_OK)
-            rc = enqueue_batch(m, n_tok, out0, n_out, pos0 + (int32_t)n_tok, err);
-        if (rc == VT_OK && n_out == 1)
-            rc = vt_gpu_step_logits_queue(g, &m->step, m->logits, err);
-    }
+    const int as_graph = m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX;
+    int rc = vt_gpu_step_run(g, &m->step, &m->decode, as_graph, pos0, n_tok, out0, n_out, m->n_ctx, m->logits,
+                             enqueue_batch, m, err);
     if (rc)
         return rc;
     m->n_past += (int32_t)n_tok;

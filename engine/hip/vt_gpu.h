@@ -153,6 +153,7 @@ typedef struct vt_gpu_kv {
     void *k, *v;
     const int32_t *pos;
     int dtype; /* VT_CACHE_F32, VT_CACHE_BF16 or VT_CACHE_FP8_E4M3 (runner.h) */
+    int elem;  /* its bytes an element: vt_cache_elem_bytes(dtype) */
     int32_t n_layer, n_ctx;
     int64_t kv_dim;
     const float *fp8_table; /* 256 values, the CPU's decoding table */
@@ -195,6 +196,12 @@ int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max
 int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err);
 /* g = silu(g) * u over rows of n (n a multiple of 16). */
 int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err);
+/* The feed-forward's first half: gate = silu(x Wg) * (x Wu), n_tok rows of
+ * wg->rows (up: scratch of the same size). vt_gpu_matmul_group then
+ * vt_gpu_swiglu, one launch for a decode step where the one-token kernels
+ * apply (VT_GPU_PAIR_SWIGLU=0: never). The same bits either way. */
+int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_gpu_mat *wu, const float *x, int64_t n_tok,
+                          float *gate, float *up, vt_error *err);
 
 /* qwen35's pieces, in qwen35.c's order. Where qwen35.c calls the C
  * library's expf or logf (sigmoid, softplus, the decay), the caller computes
