@@ -186,22 +186,30 @@ Test(argmax, agrees_with_the_plain_scan_on_ties_nans_signed_zeros_and_infinities
 {
     /* few distinct values, so that ties, NaN at the front and -0 against +0 come up often */
     const float pick[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.5f, 2.5f, 1e30f, -1e30f };
-    enum { MAX = 80 };
-    float x[MAX];
+    enum { MAX = 80, LONG = 700 };
+    float x[LONG];
     vt_rng rng;
     vt_rng_seed(&rng, 20261205);
-    int nan_first = 0, zero_pairs = 0;
-    for (int round = 0; round < 200000; round++) {
-        const int32_t n = (int32_t)(vt_rng_next(&rng) % (MAX + 1));
+    int nan_first = 0, zero_pairs = 0, later_block = 0;
+    for (int round = 0; round < 300000; round++) {
+        /* two rounds in three short; the third past vt_argmax's blocks of 256, from values below 2.5 with
+         * 2.5 planted at a few places or none, so that the answer lies in a later block, behind ties */
+        const int is_long = round % 3 == 2;
+        const int32_t n = (int32_t)(vt_rng_next(&rng) % ((is_long ? LONG : MAX) + 1));
         for (int32_t i = 0; i < n; i++)
-            x[i] = pick[vt_rng_next(&rng) % (sizeof pick / sizeof pick[0])];
+            x[i] = is_long ? pick[vt_rng_next(&rng) % 2 ? 4 + vt_rng_next(&rng) % 4 : vt_rng_next(&rng) % 2]
+                           : pick[vt_rng_next(&rng) % (sizeof pick / sizeof pick[0])];
+        for (int p = is_long && n ? (int)(vt_rng_next(&rng) % 4) : 0; p > 0; p--)
+            x[vt_rng_next(&rng) % (uint64_t)n] = 2.5f;
         const int32_t want = argmax_by_scan(x, n), got = vt_argmax(x, n);
         cr_assert_eq(got, want, "round %d, n %d: %d, the scan gives %d", round, n, got, want);
         nan_first += n > 1 && isnan(x[0]);
         zero_pairs += n > 1 && x[want] == 0.0f && signbit(x[want]);
+        later_block += want >= 256;
     }
     cr_assert_gt(nan_first, 1000);
     cr_assert_gt(zero_pairs, 100); /* the answer a -0 (against a +0 elsewhere or not) */
+    cr_assert_gt(later_block, 1000);
     /* a vocabulary's length, random logits, and the largest planted first, last and twice */
     static float big[151936];
     for (int k = 0; k < 4; k++) {
