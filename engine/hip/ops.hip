@@ -79,11 +79,11 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
-    int head_stream;           /* the one-token Q8_0 head by k_mv1_q8_0_stream (VT_GPU_HEAD_STREAM=0: by k_mv1_q8_0) */
+    int head_warps;            /* the one-token Q8_0 head by k_mv1_q8_0_warps (VT_GPU_HEAD_WARPS=0: by k_mv1_q8_0) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
-    size_t stream_shm;         /* k_mv1_q8_0_stream's blocks resident at once for that shared memory (0: not asked) */
-    unsigned stream_blocks;
+    size_t warps_shm;          /* k_mv1_q8_0_warps's blocks resident at once for that shared memory (0: not asked) */
+    unsigned warps_blocks;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
@@ -310,9 +310,9 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     g->pdl = !known || prop.major < 9 || (pdl && !strcmp(pdl, "0")) ? PDL_NONE
              : pdl && !strcmp(pdl, "products")                      ? PDL_PRODUCTS
                                                                     : PDL_ALL;
-    const char *mv1 = getenv("VT_GPU_MV1"), *hs = getenv("VT_GPU_HEAD_STREAM");
+    const char *mv1 = getenv("VT_GPU_MV1"), *hw = getenv("VT_GPU_HEAD_WARPS");
     g->mv1 = !(mv1 && !strcmp(mv1, "0"));
-    g->head_stream = !(hs && !strcmp(hs, "0"));
+    g->head_warps = !(hw && !strcmp(hw, "0"));
     const char *ps = getenv("VT_GPU_PAIR_SWIGLU");
     g->pair_swiglu = !(ps && !strcmp(ps, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
@@ -1432,66 +1432,88 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
         mv1_pair_swiglu<R>(parts, pair_out);
 }
 
-/* The output head's Q8_0 product (one token, many rows): a block per
- * resident slot, each quantizing the activation once and taking the
- * groups of R rows blockIdx.x, blockIdx.x + gridDim.x, ... in turn, the
- * next group's rows loaded into registers while the current one's are
- * summed from shared memory (two row buffers). k_mv1_q8_0 a group of R
- * rows a block waited on each group's load in turn, one wave after another.
- * Steps 3 and 4 as k_mv1_q8_0, so the same bits. R rows must fit one load
- * of MV1_STREAM_WORDS 16-byte words a thread. */
-#define MV1_STREAM_WORDS 8
-static size_t mv1_stream_shm(int R, size_t row_bytes, int64_t cols, int64_t nb)
+/* The output head's Q8_0 product (one token, one matrix of many rows) a
+ * warp at a time: each warp of every resident block takes groups of
+ * MV1W_ROWS rows in turn, the next group's bytes loaded into registers
+ * before the current one is summed from the warp's own shared buffer, and
+ * no barrier of the block after the activation is quantized. (The kernel
+ * it replaced, k_mv1_q8_0_stream, summed each group of rows with the whole
+ * block, two barriers a group: 1.1 TB/s, against 2.6 here; docs/bench-gpu.txt
+ * 2026-12-06 06:38 and 09:00.) Lane 8 r + m runs accumulator m of row r: the chain
+ * fma(d[b], s[b][m], acc) over the blocks in order, s the integer sum of
+ * group m of block b, d the product of the two scales; then the row's
+ * eight added by vt_hsum8. mv1_sums_q8_0's and mv1_chains_q8_0's
+ * operations on the same values, so the same bits. WORDS: 16-byte words a
+ * lane loads, at least MV1W_ROWS row_bytes / 512. */
+#define MV1W_ROWS 4
+#define MV1W_WARPS (MV1_THREADS / 32)
+
+static size_t mv1w_shm(size_t row_bytes, int64_t nb)
 {
-    return mv1_shm(R, row_bytes, cols, nb) + (size_t)R * row_bytes;
+    return (size_t)MV1W_WARPS * MV1W_ROWS * row_bytes + (size_t)nb * 32 + (size_t)nb * 4;
 }
 
-template <int R>
+/* Group gi's bytes (rows gi MV1W_ROWS on, contiguous) into v, lane's words
+ * lane, lane + 32, ...; zero past the last row. */
+template <int WORDS>
+__device__ static inline void mv1w_load(uint4 *v, const uint8_t *w, size_t row_bytes, int64_t gi, int64_t total_rows,
+                                        int lane)
+{
+    const int64_t row0 = gi * MV1W_ROWS, left = total_rows - row0;
+    const unsigned n = left <= 0 ? 0u : (unsigned)((left < MV1W_ROWS ? left : MV1W_ROWS) * (int64_t)(row_bytes / 16));
+    const uint4 *src = (const uint4 *)(w + (left <= 0 ? 0 : (size_t)row0 * row_bytes));
+#pragma unroll
+    for (int u = 0; u < WORDS; u++) {
+        const unsigned k = (unsigned)u * 32 + (unsigned)lane;
+        v[u] = k < n ? src[k] : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <int WORDS>
 __global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q8_0_stream(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, float *y)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
-    uint8_t *rows[2] = { (uint8_t *)mv1_words, (uint8_t *)mv1_words + (size_t)R * row_bytes };
-    int8_t *xq = (int8_t *)(rows[1] + (size_t)R * row_bytes);
-    int *ss = (int *)(xq + nb * 32);
-    float *xd = (float *)(ss + (int64_t)R * nb * 8);
-    float *sd = xd + nb;
-    const unsigned words = (unsigned)(row_bytes / 16), n_words = (unsigned)R * words;
-    const int64_t groups = (total_rows + R - 1) / R;
-
-    mv1_copy_rows<R, false>(parts, row_bytes, (int64_t)blockIdx.x * R, total_rows, rows[0]);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = lane >> 3, m = lane & 7;
+    const size_t span = (size_t)MV1W_ROWS * row_bytes;
+    uint8_t *rows = (uint8_t *)mv1_words + (size_t)warp * span;
+    int8_t *xq = (int8_t *)((uint8_t *)mv1_words + (size_t)MV1W_WARPS * span);
+    float *xd = (float *)(xq + nb * 32);
+    const int64_t groups = (total_rows + MV1W_ROWS - 1) / MV1W_ROWS, stride = (int64_t)gridDim.x * MV1W_WARPS;
+    const unsigned n_words = (unsigned)(span / 16);
+    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp;
+    uint4 v[WORDS];
+    mv1w_load<WORDS>(v, w, row_bytes, gi, total_rows, lane);
     GRID_WAIT(); /* x is the kernel ahead's output */
     mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
-    int cur = 0;
-    for (int64_t gi = blockIdx.x; gi < groups; gi += gridDim.x) {
-        /* the next group's rows, in flight while this one is summed */
-        const int64_t next0 = (gi + gridDim.x) * R;
-        uint4 v[MV1_STREAM_WORDS];
+    for (; gi < groups; gi += stride) {
 #pragma unroll
-        for (int u = 0; u < MV1_STREAM_WORDS; u++) {
-            const unsigned k = (unsigned)u * MV1_THREADS + threadIdx.x;
-            v[u] = make_uint4(0, 0, 0, 0);
-            if (k < n_words && gi + gridDim.x < groups) {
-                int64_t o = next0 + (int64_t)(k / words), ldy;
-                float *y;
-                const uint8_t *d = o < total_rows ? part_row(parts, &o, &y, &ldy) : NULL;
-                if (d)
-                    v[u] = ((const uint4 *)(d + (size_t)o * row_bytes))[k % words];
-            }
-        }
-        mv1_sums_q8_0<R>(rows[cur], row_bytes, nb, xq, xd, ss, sd);
-        __syncthreads();
-        mv1_chains_q8_0<R>(parts, gi * R, total_rows, nb, ss, sd, NULL);
-#pragma unroll
-        for (int u = 0; u < MV1_STREAM_WORDS; u++) {
-            const unsigned k = (unsigned)u * MV1_THREADS + threadIdx.x;
+        for (int u = 0; u < WORDS; u++) {
+            const unsigned k = (unsigned)u * 32 + (unsigned)lane;
             if (k < n_words)
-                ((uint4 *)rows[cur ^ 1])[k] = v[u];
+                ((uint4 *)rows)[k] = v[u];
         }
-        __syncthreads(); /* the rows stored, ss and sd read */
-        cur ^= 1;
+        VT_SYNCWARP();
+        mv1w_load<WORDS>(v, w, row_bytes, gi + stride, total_rows, lane); /* in flight while this group is summed */
+        const uint8_t *wr = rows + (size_t)r * row_bytes;
+        float acc = 0.0f;
+#pragma unroll 8
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = wr + (size_t)b * VT_Q8_0_BYTES;
+            const float d = vt_half_bits_to_f32(*(const uint16_t *)blk) * xd[b];
+            const int s = dot4_i8(rd32_a2(blk + 2 + 4 * m), *(const int *)(xq + b * 32 + 4 * m), 0);
+            acc = fmaf(d, (float)s, acc);
+        }
+        float a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            a[k] = SHFL(acc, (lane & ~7) + k, 32);
+        const int64_t o = gi * MV1W_ROWS + r;
+        if (m == 0 && o < total_rows)
+            y[o] = vt_hsum8(a);
+        VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
     }
 }
 
@@ -2612,32 +2634,37 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows);
 }
 
-/* The output head's one-token Q8_0 product by k_mv1_q8_0_stream (8 rows a
- * group, as many blocks as are resident at once, at most one a group):
- * 1 if launched (or failed: *rc), 0 where it does not apply. */
-static int mv1_stream(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
-                      const float *x, int *rc, vt_error *err)
+/* The output head's one-token Q8_0 product by k_mv1_q8_0_warps (one
+ * matrix, rows of whole 16-byte words, four of them in the 16-byte words a
+ * lane holds, WORDS 9 (rows of up to 1152 bytes) or 17 (2176)), as many
+ * blocks as are resident at once: 1 if launched (or failed: *rc), 0 where
+ * it does not apply. */
+static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
+                     const float *x, int *rc, vt_error *err)
 {
-    enum { R = 8 };
-    const size_t shm = mv1_stream_shm(R, w->row_bytes, w->cols, nb);
-    if (!g->head_stream || !g->mv1 || g->sms < 1 || w->type != VT_TYPE_Q8_0 || n_tok != 1 || rows <= 65536 ||
-        ((uintptr_t)x & 15) != 0 || shm > 48 * 1024 || (size_t)R * w->row_bytes > 16 * MV1_STREAM_WORDS * MV1_THREADS)
+    const size_t shm = mv1w_shm(w->row_bytes, nb), group_words = MV1W_ROWS * w->row_bytes / 16;
+    const int words = group_words <= 9 * 32 ? 9 : group_words <= 17 * 32 ? 17 : 0;
+    if (!g->head_warps || !g->mv1 || g->sms < 1 || w->type != VT_TYPE_Q8_0 || n_tok != 1 || rows <= 65536 ||
+        parts.n != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16 || !words || shm > 160 * 1024)
         return 0;
-    if (g->stream_shm != shm) {
+    void (*k)(const uint8_t *, size_t, int64_t, const float *, int64_t, float *) =
+        words == 9 ? k_mv1_q8_0_warps<9> : k_mv1_q8_0_warps<17>;
+    if ((*rc = shm_allow(g, (const void *)k, shm, err)))
+        return 1;
+    if (g->warps_shm != shm) {
         int per_sm = 0;
-        hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k_mv1_q8_0_stream<R>,
-                                                                    MV1_THREADS, shm);
+        hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, MV1_THREADS, shm);
         if (e != hipSuccess) {
             *rc = fail(err, e, "hipOccupancyMaxActiveBlocksPerMultiprocessor");
             return 1;
         }
-        g->stream_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
-        g->stream_shm = shm;
+        g->warps_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
+        g->warps_shm = shm;
     }
-    const int64_t groups = (rows + R - 1) / R;
-    const unsigned blocks = groups < (int64_t)g->stream_blocks ? (unsigned)groups : g->stream_blocks;
-    *rc = launch_early(g, 1, k_mv1_q8_0_stream<R>, blocks, MV1_THREADS, shm, "k_mv1_q8_0_stream", err, parts,
-                       w->row_bytes, nb, x, rows);
+    const int64_t need = (rows + MV1W_ROWS * MV1W_WARPS - 1) / (MV1W_ROWS * MV1W_WARPS);
+    const unsigned blocks = need < (int64_t)g->warps_blocks ? (unsigned)need : g->warps_blocks;
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, "k_mv1_q8_0_warps", err, parts.data[0], w->row_bytes, nb, x,
+                       rows, parts.y[0]);
     return 1;
 }
 
@@ -2650,7 +2677,7 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const int64_t nb = w->cols / c->block_elems;
     int rc = VT_OK;
-    if (mv1_stream(g, w, parts, rows, nb, n_tok, x, &rc, err))
+    if (mv1_warps(g, w, parts, rows, nb, n_tok, x, &rc, err))
         return rc;
     size_t shm1 = 0;
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
