@@ -79,10 +79,11 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
-    int head_warps;            /* the one-token Q8_0 head by k_mv1_q8_0_warps (VT_GPU_HEAD_WARPS=0: by k_mv1_q8_0) */
+    int head_warps;            /* the one-token Q8_0 and Q4_K heads a warp at a time (VT_GPU_HEAD_WARPS=0: k_mv1_*<16>) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
-    size_t warps_shm;          /* k_mv1_q8_0_warps's blocks resident at once for that shared memory (0: not asked) */
+    const void *warps_fn;      /* k_mv1_q8_0_warps's or k_mv1_q4_k_warps's blocks resident at once for that */
+    size_t warps_shm;          /* shared memory (0: not asked) */
     unsigned warps_blocks;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
@@ -621,17 +622,27 @@ __device__ static inline int64_t padded(int64_t i, int s) { return i + (i >> s);
 
 /* The tail of ggml_vec_dot_f32 past the last 64 (kernels_dot.c's
  * vec_f32_finish), added to sum in one thread. */
-__device__ static float dot_tail(const float *a, int s, const float *b, int64_t np, int64_t n, float sum)
+/* x[i] as the product's activation type holds it: rounded to F16 or BF16
+ * (the CPU's vec_dot_f16 / _bf16 take the activation so), or as is. */
+__device__ static inline float act_in(const float *x, int64_t i, int act)
+{
+    const float v = x[i];
+    return act == VT_ACT_F16    ? vt_half_bits_to_f32(vt_f32_to_f16_bits(v))
+           : act == VT_ACT_BF16 ? vt_bits_f32((uint32_t)vt_f32_bits_to_bf16(v) << 16)
+                                : v;
+}
+
+__device__ static float dot_tail(const float *a, int s, const float *b, int64_t np, int64_t n, float sum, int act)
 {
     int64_t i = np;
     for (; i + 16 <= n; i += 16)
         for (int k = 0; k < 16; k++)
-            sum += a[padded(i + k, s)] * b[i + k];
+            sum += a[padded(i + k, s)] * act_in(b, i + k, act);
     if (i + 8 <= n)
         for (int k = 0; k < 8; k++, i++)
-            sum += a[padded(i, s)] * b[i];
+            sum += a[padded(i, s)] * act_in(b, i, act);
     for (; i < n; i++)
-        sum = fmaf(a[padded(i, s)], b[i], sum);
+        sum = fmaf(a[padded(i, s)], act_in(b, i, act), sum);
     return sum;
 }
 
@@ -649,29 +660,30 @@ __device__ static inline float warp_tree64(float sa, float sb)
     return l + SHFL_DOWN(l, 1, 32);
 }
 
-/* dot(a, b) by one warp (lane 0..31), the result in lane 0; a padded by s. */
-__device__ static float warp_dot_f32(const float *a, int s, const float *b, int64_t n, int lane)
+/* dot(a, b) by one warp (lane 0..31), the result in lane 0; a padded by s,
+ * b read through act_in. */
+__device__ static float warp_dot_f32(const float *a, int s, const float *b, int64_t n, int lane, int act)
 {
     float sa = 0.0f, sb = 0.0f; /* partial sums lane and 32 + lane of 64 */
     const int64_t np = n & ~(int64_t)63;
     for (int64_t i = 0; i < np; i += 64) {
-        sa = fmaf(a[padded(i + lane, s)], b[i + lane], sa);
-        sb = fmaf(a[padded(i + 32 + lane, s)], b[i + 32 + lane], sb);
+        sa = fmaf(a[padded(i + lane, s)], act_in(b, i + lane, act), sa);
+        sb = fmaf(a[padded(i + 32 + lane, s)], act_in(b, i + 32 + lane, act), sb);
     }
     float sum = warp_tree64(sa, sb);
     if (lane == 0 && np < n)
-        sum = dot_tail(a, s, b, np, n, sum);
+        sum = dot_tail(a, s, b, np, n, sum, act);
     return sum;
 }
 
 /* ggml_vec_dot_bf16 (kernels_dot.c's dot_bf16_body) by one warp: lanes
  * 0..15 the first accumulator of 16, lanes 16..31 the second. */
-__device__ static float warp_dot_bf16(const float *a, int s, const float *b, int64_t n, int lane)
+__device__ static float warp_dot_bf16(const float *a, int s, const float *b, int64_t n, int lane, int act)
 {
     float c = 0.0f;
     const int64_t np = n & ~(int64_t)31;
     for (int64_t i = 0; i < np; i += 32)
-        c = fmaf(a[padded(i + lane, s)], b[i + lane], c);
+        c = fmaf(a[padded(i + lane, s)], act_in(b, i + lane, act), c);
     c = c + SHFL_DOWN(c, 8, 16);
     c = c + SHFL_DOWN(c, 4, 16);
     c = c + SHFL_DOWN(c, 2, 16);
@@ -680,7 +692,7 @@ __device__ static float warp_dot_bf16(const float *a, int s, const float *b, int
     double sum = 0.0 + (double)c;
     sum = (double)t2 + sum;
     for (int64_t i = np; i < n; i++)
-        sum += (double)(a[padded(i, s)] * b[i]);
+        sum += (double)(a[padded(i, s)] * act_in(b, i, act));
     return (float)sum;
 }
 
@@ -789,8 +801,8 @@ __global__ static void k_matmul(int type, const uint8_t *data, size_t row_bytes,
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int64_t t = warp; t < n_tok; t += warps) {
-        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, NO_PAD, x + t * cols, cols, lane)
-                                             : warp_dot_f32(row, NO_PAD, x + t * cols, cols, lane);
+        const float r = type == VT_TYPE_BF16 ? warp_dot_bf16(row, NO_PAD, x + t * cols, cols, lane, VT_ACT_F32)
+                                             : warp_dot_f32(row, NO_PAD, x + t * cols, cols, lane, VT_ACT_F32);
         if (lane == 0)
             y[t * ldy + o] = r;
     }
@@ -842,7 +854,7 @@ typedef struct mv_parts {
 template <int T>
 __global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, int64_t block_elems,
                                 size_t block_bytes, int s, int64_t span, size_t raw_bytes, const float *x,
-                                int64_t n_tok, vt_iq_grids g)
+                                int act, int64_t n_tok, vt_iq_grids g)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ float sh[];
@@ -880,14 +892,14 @@ __global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, 
         decode_block(T, raw + (size_t)b * block_bytes, row + padded(b * block_elems, s), &g);
     VT_SYNCWARP();
     for (int64_t t = 0; t < n_tok; t++) {
-        const float r = T == VT_TYPE_BF16 ? warp_dot_bf16(row, s, x + t * cols, cols, lane)
-                                          : warp_dot_f32(row, s, x + t * cols, cols, lane);
+        const float r = T == VT_TYPE_BF16 ? warp_dot_bf16(row, s, x + t * cols, cols, lane, act)
+                                          : warp_dot_f32(row, s, x + t * cols, cols, lane, act);
         if (lane == 0)
             y[t * ldy + o] = r;
     }
 }
 
-typedef void (*matvec_kernel)(mv_parts, size_t, int64_t, int64_t, size_t, int, int64_t, size_t, const float *, int64_t,
+typedef void (*matvec_kernel)(mv_parts, size_t, int64_t, int64_t, size_t, int, int64_t, size_t, const float *, int, int64_t,
                               vt_iq_grids);
 /* One kernel per decodable codec (device_codec.h's list); NULL for others.
  * (A switch: C++ has no designated array initializers.) */
@@ -1453,14 +1465,14 @@ static size_t mv1w_shm(size_t row_bytes, int64_t nb)
     return (size_t)MV1W_WARPS * MV1W_ROWS * row_bytes + (size_t)nb * 32 + (size_t)nb * 4;
 }
 
-/* Group gi's bytes (rows gi MV1W_ROWS on, contiguous) into v, lane's words
+/* Group gi's bytes (its rows gi per on, contiguous) into v, lane's words
  * lane, lane + 32, ...; zero past the last row. */
 template <int WORDS>
-__device__ static inline void mv1w_load(uint4 *v, const uint8_t *w, size_t row_bytes, int64_t gi, int64_t total_rows,
-                                        int lane)
+__device__ static inline void mv1w_load(uint4 *v, const uint8_t *w, size_t row_bytes, int per, int64_t gi,
+                                        int64_t total_rows, int lane)
 {
-    const int64_t row0 = gi * MV1W_ROWS, left = total_rows - row0;
-    const unsigned n = left <= 0 ? 0u : (unsigned)((left < MV1W_ROWS ? left : MV1W_ROWS) * (int64_t)(row_bytes / 16));
+    const int64_t row0 = gi * per, left = total_rows - row0;
+    const unsigned n = left <= 0 ? 0u : (unsigned)((left < per ? left : per) * (int64_t)(row_bytes / 16));
     const uint4 *src = (const uint4 *)(w + (left <= 0 ? 0 : (size_t)row0 * row_bytes));
 #pragma unroll
     for (int u = 0; u < WORDS; u++) {
@@ -1484,7 +1496,7 @@ k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
     const unsigned n_words = (unsigned)(span / 16);
     int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp;
     uint4 v[WORDS];
-    mv1w_load<WORDS>(v, w, row_bytes, gi, total_rows, lane);
+    mv1w_load<WORDS>(v, w, row_bytes, MV1W_ROWS, gi, total_rows, lane);
     GRID_WAIT(); /* x is the kernel ahead's output */
     mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
@@ -1496,7 +1508,7 @@ k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
                 ((uint4 *)rows)[k] = v[u];
         }
         VT_SYNCWARP();
-        mv1w_load<WORDS>(v, w, row_bytes, gi + stride, total_rows, lane); /* in flight while this group is summed */
+        mv1w_load<WORDS>(v, w, row_bytes, MV1W_ROWS, gi + stride, total_rows, lane); /* in flight while summed */
         const uint8_t *wr = rows + (size_t)r * row_bytes;
         float acc = 0.0f;
 #pragma unroll 8
@@ -1606,6 +1618,75 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     }
     if (EPI == MV1_SWIGLU)
         mv1_pair_swiglu<R>(parts, pair_out);
+}
+
+/* The output head's Q4_K product (one token, the repacked order's
+ * arithmetic as k_mv1_q4_k) a warp at a time, as k_mv1_q8_0_warps: a
+ * group is 32 superblocks, 32 / nb rows of nb (nb a power of two up to
+ * 32), 4608 bytes, nine 16-byte words a lane. Lane nb r + b takes
+ * superblock b of row r: its eight sub-blocks' integer products and mins
+ * (integers: any order is the same sum); lane nb r then runs the row's two
+ * float chains over b in order with the others' sums by shuffle: acc -
+ * mins, k_mv1_q4_k's operations on the same values, so the same bits. */
+#define MV1W_Q4K_WORDS 9
+
+static size_t mv1w_q4_k_shm(int64_t nb) { return (size_t)MV1W_WARPS * 32 * 144 + (size_t)nb * VT_Q8_K_BYTES; }
+
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_q4_k_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, float *y)
+{
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
+    extern __shared__ uint4 mv1_words[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int per = 32 / (int)nb, r = lane / (int)nb, b = lane % (int)nb;
+    uint8_t *rows = (uint8_t *)mv1_words + (size_t)warp * 32 * 144;
+    uint8_t *xs = (uint8_t *)mv1_words + (size_t)MV1W_WARPS * 32 * 144;
+    const int64_t groups = (total_rows + per - 1) / per, stride = (int64_t)gridDim.x * MV1W_WARPS;
+    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp;
+    uint4 v[MV1W_Q4K_WORDS];
+    mv1w_load<MV1W_Q4K_WORDS>(v, w, row_bytes, per, gi, total_rows, lane);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, warp, MV1W_WARPS);
+    __syncthreads();
+    for (; gi < groups; gi += stride) {
+#pragma unroll
+        for (int u = 0; u < MV1W_Q4K_WORDS; u++)
+            ((uint4 *)rows)[u * 32 + lane] = v[u];
+        VT_SYNCWARP();
+        mv1w_load<MV1W_Q4K_WORDS>(v, w, row_bytes, per, gi + stride, total_rows, lane); /* in flight while summed */
+        const uint8_t *sb = rows + (size_t)lane * 144; /* row r's superblock b */
+        const uint8_t *xb = xs + (size_t)b * VT_Q8_K_BYTES;
+        int isum = 0, imin = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int sc, mn;
+            vt_k4_scale_min(sb + 4, j, &sc, &mn);
+            const uint32_t *q = (const uint32_t *)(sb + 16 + 32 * (j >> 1));
+            const int *q8 = (const int *)(xb + 4 + 32 * j);
+            const int shift = 4 * (j & 1);
+            int dot = 0;
+#pragma unroll
+            for (int p = 0; p < 8; p++)
+                dot = dot4_i8((int)((q[p] >> shift) & 0x0f0f0f0fu), q8[p], dot);
+            isum += sc * dot;
+            imin += mn * ((int)((const int16_t *)(xb + 260))[2 * j] + (int)((const int16_t *)(xb + 260))[2 * j + 1]);
+        }
+        /* lane nb r: the chains over b in order (every lane shuffles) */
+        float acc = 0.0f, mins = 0.0f;
+        const uint8_t *wr = rows + (size_t)r * (size_t)nb * 144;
+        for (int k = 0; k < (int)nb; k++) {
+            const int is = SHFL(isum, r * (int)nb + k, 32), im = SHFL(imin, r * (int)nb + k, 32);
+            const float dx = *(const float *)(xs + (size_t)k * VT_Q8_K_BYTES);
+            const float dh = vt_half_bits_to_f32(((const uint16_t *)(wr + k * 144))[0]);
+            const float mh = vt_half_bits_to_f32(((const uint16_t *)(wr + k * 144))[1]);
+            acc = fmaf((float)is, dh * dx, acc);
+            mins = fmaf((float)im, mh * dx, mins);
+        }
+        const int64_t o = gi * per + r;
+        if (b == 0 && o < total_rows)
+            y[o] = acc - mins;
+        VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
+    }
 }
 
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
@@ -2230,7 +2311,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
             s[i] *= decay;
         __syncthreads();
         for (int64_t j = warp; j < d; j += warps) {
-            const float p = warp_dot_f32(s + j * d, NO_PAD, k, d, lane);
+            const float p = warp_dot_f32(s + j * d, NO_PAD, k, d, lane, VT_ACT_F32);
             if (lane == 0)
                 delta[j] = (v[j] - p) * b;
         }
@@ -2239,7 +2320,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
             s[i] = fmaf(k[i % d], delta[i / d], s[i]);
         __syncthreads();
         for (int64_t j = warp; j < d; j += warps) {
-            const float p = warp_dot_f32(s + j * d, NO_PAD, q, d, lane);
+            const float p = warp_dot_f32(s + j * d, NO_PAD, q, d, lane, VT_ACT_F32);
             if (lane == 0)
                 o[t * ldo + h * d + j] = p * scale;
         }
@@ -2452,8 +2533,7 @@ __global__ static void k_act_blocks(const float *x, int64_t n_tok, int64_t cols,
 __global__ static void k_act_round(const float *x, float *y, int64_t n, int act)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = act == VT_ACT_F16 ? vt_half_bits_to_f32(vt_f32_to_f16_bits(x[i]))
-                                 : vt_bits_f32((uint32_t)vt_f32_bits_to_bf16(x[i]) << 16);
+        y[i] = act_in(x, i, act);
 }
 
 /* One thread per (output, token): the whole row's integer block product,
@@ -2549,9 +2629,11 @@ static mv_parts parts_of(const vt_gpu_mat *const *ws, int n, float *const *ys, c
     return parts;
 }
 
-/* n matrices of one codec and width (matvec_fits each) over x, one launch. */
-static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok, float *const *ys,
-                  const int64_t *ldys, vt_error *err)
+/* n matrices of one codec and width (matvec_fits each) over x, one launch;
+ * x read through act_in (act: VT_ACT_F16 or _BF16 for those weights' q8
+ * products, else VT_ACT_F32). */
+static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int act, int64_t n_tok,
+                  float *const *ys, const int64_t *ldys, vt_error *err)
 {
     const vt_gpu_mat *w = ws[0];
     const vt_codec *c = vt_codec_by_type(w->type);
@@ -2564,7 +2646,7 @@ static int matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x,
     const int warps = per > 8 ? 8 : (int)per;
     const unsigned blocks = (unsigned)((rows + warps - 1) / warps);
     return launch_early(g, 1, matvec_kernel_of(w->type), blocks, 32 * warps, warps * per_warp, "k_matvec", err, parts,
-                        w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x, n_tok, g->grids);
+                        w->row_bytes, w->cols, c->block_elems, c->block_bytes, s, span, raw, x, act, n_tok, g->grids);
 }
 
 /* k_matvec_int's shared memory: the activation, then the warps' rows. */
@@ -2642,16 +2724,22 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
 static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
                      const float *x, int *rc, vt_error *err)
 {
-    const size_t shm = mv1w_shm(w->row_bytes, nb), group_words = MV1W_ROWS * w->row_bytes / 16;
+    size_t shm = mv1w_shm(w->row_bytes, nb);
+    const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
     const int words = group_words <= 9 * 32 ? 9 : group_words <= 17 * 32 ? 17 : 0;
-    if (!g->head_warps || !g->mv1 || g->sms < 1 || w->type != VT_TYPE_Q8_0 || n_tok != 1 || rows <= 65536 ||
-        parts.n != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16 || !words || shm > 160 * 1024)
+    const int q4k = w->type == VT_TYPE_Q4_K && nb >= 1 && nb <= 32 && (nb & (nb - 1)) == 0;
+    if (!g->head_warps || !g->mv1 || g->sms < 1 || (w->type != VT_TYPE_Q8_0 && !q4k) || n_tok != 1 ||
+        rows <= 65536 || parts.n != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16 || (!q4k && !words))
         return 0;
     void (*k)(const uint8_t *, size_t, int64_t, const float *, int64_t, float *) =
-        words == 9 ? k_mv1_q8_0_warps<9> : k_mv1_q8_0_warps<17>;
+        q4k ? k_mv1_q4_k_warps : words == 9 ? k_mv1_q8_0_warps<9> : k_mv1_q8_0_warps<17>;
+    if (q4k)
+        shm = mv1w_q4_k_shm(nb);
+    if (shm > 160 * 1024)
+        return 0;
     if ((*rc = shm_allow(g, (const void *)k, shm, err)))
         return 1;
-    if (g->warps_shm != shm) {
+    if (g->warps_shm != shm || g->warps_fn != (const void *)k) {
         int per_sm = 0;
         hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, MV1_THREADS, shm);
         if (e != hipSuccess) {
@@ -2660,11 +2748,12 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
         }
         g->warps_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
         g->warps_shm = shm;
+        g->warps_fn = (const void *)k;
     }
-    const int64_t need = (rows + MV1W_ROWS * MV1W_WARPS - 1) / (MV1W_ROWS * MV1W_WARPS);
+    const int64_t per = q4k ? 32 / nb : MV1W_ROWS, need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
     const unsigned blocks = need < (int64_t)g->warps_blocks ? (unsigned)need : g->warps_blocks;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, "k_mv1_q8_0_warps", err, parts.data[0], w->row_bytes, nb, x,
-                       rows, parts.y[0]);
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, q4k ? "k_mv1_q4_k_warps" : "k_mv1_q8_0_warps", err,
+                       parts.data[0], w->row_bytes, nb, x, rows, parts.y[0]);
     return 1;
 }
 
@@ -2734,7 +2823,12 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
             LAUNCHED("k_matmul_int");
             return VT_OK;
         }
-        /* F16, BF16: the product of the rounded activation. */
+        /* F16, BF16: the product of the rounded activation (a few tokens:
+         * rounded as k_matvec reads it, no launch of its own). */
+        if (matvec_fits(w, n_tok)) {
+            float *ys[1] = { y };
+            return matvec(g, &w, 1, x, c->act, n_tok, ys, &ldy, err);
+        }
         if ((rc = scratch(g, (size_t)(n_tok * w->cols) * sizeof(float), err)))
             return rc;
         k_act_round<<<grid_for(n_tok * w->cols, 256), 256, 0, g->stream>>>(x, (float *)g->xq, n_tok * w->cols,
@@ -2745,7 +2839,7 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
     /* A few tokens: a warp per row, the row decoded by blocks side by side. */
     if (matvec_fits(w, n_tok)) {
         float *ys[1] = { y };
-        return matvec(g, &w, 1, x, n_tok, ys, &ldy, err);
+        return matvec(g, &w, 1, x, VT_ACT_F32, n_tok, ys, &ldy, err);
     }
     const size_t shm = (size_t)w->cols * sizeof(float);
     if (shm_allow(g, (const void *)k_matmul, shm, err))
@@ -2762,14 +2856,22 @@ extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n
     size_t xrow;
     if (int_matvec_fits(g, ws, n, n_tok, &xrow))
         return int_matvec(g, ws, n, x, n_tok, ys, ldys, xrow, err);
-    int one = n >= 1 && n <= MATVEC_MAX_PARTS;
+    int one = n >= 1 && n <= MATVEC_MAX_PARTS, act = VT_ACT_F32;
     for (int i = 0; one && i < n; i++) {
         const vt_codec *c = vt_codec_by_type(ws[i]->type);
         one = matvec_fits(ws[i], n_tok) && ws[i]->type == ws[0]->type && ws[i]->cols == ws[0]->cols &&
-              ws[i]->cols % 64 == 0 && c && c->decode_f32 && (g->matmul == VT_MATMUL_EXACT || c->act == VT_ACT_F32);
+              ws[i]->cols % 64 == 0 && c && c->decode_f32 &&
+              (g->matmul == VT_MATMUL_EXACT || c->act == VT_ACT_F32 || c->act == VT_ACT_F16 || c->act == VT_ACT_BF16);
+        if (one && g->matmul == VT_MATMUL_Q8)
+            act = c->act;
+    }
+    if (one && act != VT_ACT_F32) {
+        int rc = vt_gpu_matmul_supported(ws[0]->type, g->matmul, err);
+        if (rc)
+            return rc;
     }
     if (one && n_tok > 0)
-        return matvec(g, ws, n, x, n_tok, ys, ldys, err);
+        return matvec(g, ws, n, x, act, n_tok, ys, ldys, err);
     for (int i = 0; i < n; i++) {
         int rc = vt_gpu_matmul(g, ws[i], x, n_tok, ys[i], ldys[i], err);
         if (rc)
