@@ -79,10 +79,10 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
-    int head_warps;            /* the one-token Q8_0, Q4_K, BF16 heads a warp at a time (VT_GPU_HEAD_WARPS=0: as the rest) */
+    int head_warps;            /* the one-token Q8_0 and Q4_K heads a warp at a time (VT_GPU_HEAD_WARPS=0: k_mv1_*<16>) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
-    const void *warps_fn;      /* the head kernel (k_mv1_*_warps) whose blocks resident at once for that */
+    const void *warps_fn;      /* k_mv1_q8_0_warps's or k_mv1_q4_k_warps's blocks resident at once for that */
     size_t warps_shm;          /* shared memory (0: not asked) */
     unsigned warps_blocks;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
@@ -1689,60 +1689,6 @@ k_mv1_q4_k_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
     }
 }
 
-/* The output head's BF16 product (one token) a warp at a time, as
- * k_mv1_q8_0_warps: MV1W_BF16_ROWS rows a group, each row's bytes from the
- * warp's shared buffer; the activation through act_in held in registers,
- * element 32 k + lane in xr[k] (XR = cols / 32), for every row. Then
- * warp_dot_bf16's operations: lane's chain over k in order, the 16-lane
- * trees, the two halves added in double: the same bits as k_matvec. */
-#define MV1W_BF16_ROWS 2
-
-template <int XR>
-__global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_bf16_warps(const uint8_t *w, const float *x, int act, int64_t total_rows, float *y)
-{
-    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
-    constexpr int cols = 32 * XR, row_bytes = 2 * cols, WORDS = MV1W_BF16_ROWS * row_bytes / 16 / 32;
-    extern __shared__ uint4 mv1_words[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint16_t *rows = (const uint16_t *)((uint8_t *)mv1_words + (size_t)warp * MV1W_BF16_ROWS * row_bytes);
-    const int64_t groups = (total_rows + MV1W_BF16_ROWS - 1) / MV1W_BF16_ROWS, stride = (int64_t)gridDim.x * MV1W_WARPS;
-    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp;
-    uint4 v[WORDS];
-    mv1w_load<WORDS>(v, w, row_bytes, MV1W_BF16_ROWS, gi, total_rows, lane);
-    GRID_WAIT(); /* x is the kernel ahead's output */
-    float xr[XR];
-#pragma unroll
-    for (int k = 0; k < XR; k++)
-        xr[k] = act_in(x, 32 * k + lane, act);
-    for (; gi < groups; gi += stride) {
-#pragma unroll
-        for (int u = 0; u < WORDS; u++)
-            ((uint4 *)rows)[u * 32 + lane] = v[u];
-        VT_SYNCWARP();
-        mv1w_load<WORDS>(v, w, row_bytes, MV1W_BF16_ROWS, gi + stride, total_rows, lane); /* in flight while summed */
-#pragma unroll
-        for (int r = 0; r < MV1W_BF16_ROWS; r++) {
-            const uint16_t *a = rows + r * cols;
-            float c = 0.0f;
-#pragma unroll
-            for (int k = 0; k < XR; k++)
-                c = fmaf(vt_bits_f32((uint32_t)a[32 * k + lane] << 16), xr[k], c);
-            c = c + SHFL_DOWN(c, 8, 16);
-            c = c + SHFL_DOWN(c, 4, 16);
-            c = c + SHFL_DOWN(c, 2, 16);
-            c = c + SHFL_DOWN(c, 1, 16);
-            const float t2 = SHFL(c, 16, 32);
-            double sum = 0.0 + (double)c;
-            sum = (double)t2 + sum;
-            const int64_t o = gi * MV1W_BF16_ROWS + r;
-            if (lane == 0 && o < total_rows)
-                y[o] = (float)sum;
-        }
-        VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
-    }
-}
-
 /* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
  * k_rmsnorm in one launch (the same operations, so the same bits). */
 __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
@@ -2840,39 +2786,6 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
                         w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
 }
 
-/* The output head's one-token BF16 product by k_mv1_bf16_warps (rows of
- * 1024 or 2048), x read through act_in, as many blocks
- * as are resident at once: 1 if launched (or failed: *rc), 0 where it does
- * not apply. */
-static int bf16_head(vt_gpu *g, const vt_gpu_mat *w, const float *x, int act, int64_t n_tok, float *y, int *rc,
-                     vt_error *err)
-{
-    if (!g->head_warps || g->sms < 1 || w->type != VT_TYPE_BF16 || n_tok != 1 || w->rows <= 65536 ||
-        (w->cols != 1024 && w->cols != 2048) || w->row_bytes != (size_t)w->cols * 2)
-        return 0;
-    void (*k)(const uint8_t *, const float *, int, int64_t, float *) =
-        w->cols == 1024 ? k_mv1_bf16_warps<32> : k_mv1_bf16_warps<64>;
-    const size_t shm = (size_t)MV1W_WARPS * MV1W_BF16_ROWS * w->row_bytes;
-    if ((*rc = shm_allow(g, (const void *)k, shm, err)))
-        return 1;
-    if (g->warps_shm != shm || g->warps_fn != (const void *)k) {
-        int per_sm = 0;
-        hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, MV1_THREADS, shm);
-        if (e != hipSuccess) {
-            *rc = fail(err, e, "hipOccupancyMaxActiveBlocksPerMultiprocessor");
-            return 1;
-        }
-        g->warps_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
-        g->warps_shm = shm;
-        g->warps_fn = (const void *)k;
-    }
-    const int64_t need = (w->rows + MV1W_BF16_ROWS * MV1W_WARPS - 1) / (MV1W_BF16_ROWS * MV1W_WARPS);
-    const unsigned blocks = need < (int64_t)g->warps_blocks ? (unsigned)need : g->warps_blocks;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, "k_mv1_bf16_warps", err, (const uint8_t *)w->data, x, act,
-                       w->rows, y);
-    return 1;
-}
-
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                              vt_error *err)
 {
@@ -2912,8 +2825,6 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         }
         /* F16, BF16: the product of the rounded activation (a few tokens:
          * rounded as k_matvec reads it, no launch of its own). */
-        if (bf16_head(g, w, x, c->act, n_tok, y, &rc, err))
-            return rc;
         if (matvec_fits(w, n_tok)) {
             float *ys[1] = { y };
             return matvec(g, &w, 1, x, c->act, n_tok, ys, &ldy, err);
@@ -2926,9 +2837,6 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         x = (const float *)g->xq;
     }
     /* A few tokens: a warp per row, the row decoded by blocks side by side. */
-    int rc = VT_OK;
-    if (bf16_head(g, w, x, VT_ACT_F32, n_tok, y, &rc, err))
-        return rc;
     if (matvec_fits(w, n_tok)) {
         float *ys[1] = { y };
         return matvec(g, &w, 1, x, VT_ACT_F32, n_tok, ys, &ldy, err);
