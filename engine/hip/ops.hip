@@ -79,12 +79,15 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
-    int head_warps;            /* the one-token Q8_0 and Q4_K heads a warp at a time (VT_GPU_HEAD_WARPS=0: k_mv1_*<16>) */
+    int head_warps;            /* the one-token Q8_0, Q4_K, BF16 heads a warp at a time (VT_GPU_HEAD_WARPS=0: as the rest) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
-    const void *warps_fn;      /* k_mv1_q8_0_warps's or k_mv1_q4_k_warps's blocks resident at once for that */
-    size_t warps_shm;          /* shared memory (0: not asked) */
-    unsigned warps_blocks;
+    struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
+        const void *fn;
+        size_t shm;
+        unsigned blocks;
+    } resident[8];
+    int n_resident;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
     uint8_t *xq;               /* q8 mode: the activation in blocks, or rounded (grown on first need) */
@@ -620,8 +623,6 @@ extern "C" int vt_gpu_wait(vt_gpu *g, vt_error *err)
 #define NO_PAD 63
 __device__ static inline int64_t padded(int64_t i, int s) { return i + (i >> s); }
 
-/* The tail of ggml_vec_dot_f32 past the last 64 (kernels_dot.c's
- * vec_f32_finish), added to sum in one thread. */
 /* x[i] as the product's activation type holds it: rounded to F16 or BF16
  * (the CPU's vec_dot_f16 / _bf16 take the activation so), or as is. */
 __device__ static inline float act_in(const float *x, int64_t i, int act)
@@ -632,6 +633,8 @@ __device__ static inline float act_in(const float *x, int64_t i, int act)
                                 : v;
 }
 
+/* The tail of ggml_vec_dot_f32 past the last 64 (kernels_dot.c's
+ * vec_f32_finish), added to sum in one thread. */
 __device__ static float dot_tail(const float *a, int s, const float *b, int64_t np, int64_t n, float sum, int act)
 {
     int64_t i = np;
@@ -1451,7 +1454,7 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
  * no barrier of the block after the activation is quantized. (The kernel
  * it replaced, k_mv1_q8_0_stream, summed each group of rows with the whole
  * block, two barriers a group: 1.1 TB/s, against 2.6 here; docs/bench-gpu.txt
- * 2026-12-06 06:38 and 09:00.) Lane 8 r + m runs accumulator m of row r: the chain
+ * 2026-12-06 06:38 and 08:56.) Lane 8 r + m runs accumulator m of row r: the chain
  * fma(d[b], s[b][m], acc) over the blocks in order, s the integer sum of
  * group m of block b, d the product of the two scales; then the row's
  * eight added by vt_hsum8. mv1_sums_q8_0's and mv1_chains_q8_0's
@@ -1685,6 +1688,112 @@ k_mv1_q4_k_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
         const int64_t o = gi * per + r;
         if (b == 0 && o < total_rows)
             y[o] = acc - mins;
+        VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
+    }
+}
+
+/* A one-token BF16 product a warp at a time, as k_mv1_q8_0_warps: the
+ * matrices of parts (each of rows a multiple of R) taken one after another,
+ * R rows a group, each row's bytes from the warp's shared buffer, the next
+ * group loaded into registers while these are summed. The activation
+ * through act_in held in registers, element 32 k + lane in xr[k] (XR =
+ * cols / 32), for every row. Then warp_dot_bf16's operations: lane's chain
+ * over k in order, the 16-lane trees, the two halves added in double: the
+ * same bits as k_matvec. The output head and the layers' products alike.
+ * PAIR (R 2, parts gate and up of equal rows): group gi is gate row gi and
+ * up row gi, and y0[gi] gets swiglu_lane of the two, as k_swiglu computes
+ * it; y1 is not written. */
+template <int WORDS, int R, int PAIR>
+__device__ static inline void mv1w_bf16_fetch(uint4 *v, const mv_parts &parts, int64_t gi, int64_t groups,
+                                              size_t row_bytes, int lane, float **y, int64_t *o0)
+{
+    constexpr int HALF = WORDS / R; /* a row's words a lane: row_bytes / 512 */
+    const uint8_t *src[R];
+    *y = NULL;
+    *o0 = 0;
+    if (PAIR) {
+        src[0] = gi < groups ? parts.data[0] + (size_t)gi * row_bytes : NULL;
+        src[R - 1] = gi < groups ? parts.data[1] + (size_t)gi * row_bytes : NULL;
+        *y = parts.y[0];
+        *o0 = gi;
+    } else {
+        int64_t first = gi < groups ? gi * R : INT64_MAX;
+#pragma unroll
+        for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
+            if (!*y && p < parts.n) {
+                if (first < parts.rows[p]) {
+                    *y = parts.y[p];
+                    *o0 = first;
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        src[r] = parts.data[p] + (size_t)(first + r) * row_bytes;
+                } else
+                    first -= parts.rows[p];
+            }
+        if (!*y)
+            for (int r = 0; r < R; r++)
+                src[r] = NULL;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int u = 0; u < HALF; u++)
+            v[r * HALF + u] = src[r] ? ((const uint4 *)src[r])[u * 32 + lane] : make_uint4(0, 0, 0, 0);
+}
+
+template <int XR, int R, int PAIR>
+__global__ static void __launch_bounds__(MV1_THREADS)
+k_mv1_bf16_warps(mv_parts parts, const float *x, int act, int64_t groups)
+{
+    GRID_RELEASE(); /* the next kernel may start: it waits for this one */
+    constexpr int cols = 32 * XR, row_bytes = 2 * cols, WORDS = R * row_bytes / 16 / 32;
+    static_assert(row_bytes % 512 == 0 && (!PAIR || R == 2), "a row is whole words of every lane");
+    extern __shared__ uint4 mv1_words[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint16_t *rows = (const uint16_t *)((uint8_t *)mv1_words + (size_t)warp * R * row_bytes);
+    const int64_t stride = (int64_t)gridDim.x * MV1W_WARPS;
+    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp, o0;
+    float *y;
+    uint4 v[WORDS];
+    mv1w_bf16_fetch<WORDS, R, PAIR>(v, parts, gi, groups, row_bytes, lane, &y, &o0);
+    GRID_WAIT(); /* x is the kernel ahead's output */
+    float xr[XR];
+#pragma unroll
+    for (int k = 0; k < XR; k++)
+        xr[k] = act_in(x, 32 * k + lane, act);
+    for (; gi < groups; gi += stride) {
+        float *const yg = y;
+        const int64_t og = o0;
+#pragma unroll
+        for (int u = 0; u < WORDS; u++)
+            ((uint4 *)rows)[u * 32 + lane] = v[u];
+        VT_SYNCWARP();
+        mv1w_bf16_fetch<WORDS, R, PAIR>(v, parts, gi + stride, groups, row_bytes, lane, &y, &o0); /* in flight */
+        float out[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint16_t *a = rows + r * cols;
+            float c = 0.0f;
+#pragma unroll
+            for (int k = 0; k < XR; k++)
+                c = fmaf(vt_bits_f32((uint32_t)a[32 * k + lane] << 16), xr[k], c);
+            c = c + SHFL_DOWN(c, 8, 16);
+            c = c + SHFL_DOWN(c, 4, 16);
+            c = c + SHFL_DOWN(c, 2, 16);
+            c = c + SHFL_DOWN(c, 1, 16);
+            const float t2 = SHFL(c, 16, 32);
+            double sum = 0.0 + (double)c;
+            sum = (double)t2 + sum;
+            out[r] = (float)sum;
+        }
+        if (lane == 0) {
+            if (PAIR)
+                yg[og] = swiglu_lane(out[0], out[R - 1]);
+            else
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    yg[og + r] = out[r];
+        }
         VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
     }
 }
@@ -2716,6 +2825,32 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows);
 }
 
+/* The blocks of kernel k (k_mv1_*_warps, MV1_THREADS threads) with shm
+ * bytes of shared memory resident on the device at once, into *blocks
+ * (asked once for each kernel and size: a step launches several); k
+ * allowed that shared memory. */
+static int warps_resident(vt_gpu *g, const void *k, size_t shm, unsigned *blocks, vt_error *err)
+{
+    int rc = shm_allow(g, k, shm, err);
+    if (rc)
+        return rc;
+    const int cap = (int)(sizeof g->resident / sizeof g->resident[0]);
+    int i = 0;
+    while (i < g->n_resident && (g->resident[i].fn != k || g->resident[i].shm != shm))
+        i++;
+    if (i == g->n_resident) {
+        int per_sm = 0;
+        TRY(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, MV1_THREADS, shm),
+            "hipOccupancyMaxActiveBlocksPerMultiprocessor");
+        i = g->n_resident < cap ? g->n_resident++ : cap - 1; /* a fixed few kernels and sizes: not reached */
+        g->resident[i].fn = k;
+        g->resident[i].shm = shm;
+        g->resident[i].blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
+    }
+    *blocks = g->resident[i].blocks;
+    return VT_OK;
+}
+
 /* The output head's one-token Q8_0 product by k_mv1_q8_0_warps (one
  * matrix, rows of whole 16-byte words, four of them in the 16-byte words a
  * lane holds, WORDS 9 (rows of up to 1152 bytes) or 17 (2176)), as many
@@ -2724,36 +2859,32 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
 static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
                      const float *x, int *rc, vt_error *err)
 {
-    size_t shm = mv1w_shm(w->row_bytes, nb);
-    const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
-    const int words = group_words <= 9 * 32 ? 9 : group_words <= 17 * 32 ? 17 : 0;
-    const int q4k = w->type == VT_TYPE_Q4_K && nb >= 1 && nb <= 32 && (nb & (nb - 1)) == 0;
-    if (!g->head_warps || !g->mv1 || g->sms < 1 || (w->type != VT_TYPE_Q8_0 && !q4k) || n_tok != 1 ||
-        rows <= 65536 || parts.n != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16 || (!q4k && !words))
+    if (!g->head_warps || !g->mv1 || g->sms < 1 || n_tok != 1 || rows <= 65536 || parts.n != 1 ||
+        ((uintptr_t)x & 15) != 0 || w->row_bytes % 16)
         return 0;
-    void (*k)(const uint8_t *, size_t, int64_t, const float *, int64_t, float *) =
-        q4k ? k_mv1_q4_k_warps : words == 9 ? k_mv1_q8_0_warps<9> : k_mv1_q8_0_warps<17>;
-    if (q4k)
+    void (*k)(const uint8_t *, size_t, int64_t, const float *, int64_t, float *) = NULL;
+    int64_t per = 0; /* rows a group */
+    size_t shm = 0;
+    if (w->type == VT_TYPE_Q8_0) {
+        const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
+        k = group_words <= 9 * 32 ? k_mv1_q8_0_warps<9> : group_words <= 17 * 32 ? k_mv1_q8_0_warps<17> : NULL;
+        per = MV1W_ROWS;
+        shm = mv1w_shm(w->row_bytes, nb);
+    } else if (w->type == VT_TYPE_Q4_K && nb >= 1 && nb <= 32 && (nb & (nb - 1)) == 0) {
+        k = k_mv1_q4_k_warps;
+        per = 32 / nb;
         shm = mv1w_q4_k_shm(nb);
-    if (shm > 160 * 1024)
-        return 0;
-    if ((*rc = shm_allow(g, (const void *)k, shm, err)))
-        return 1;
-    if (g->warps_shm != shm || g->warps_fn != (const void *)k) {
-        int per_sm = 0;
-        hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, MV1_THREADS, shm);
-        if (e != hipSuccess) {
-            *rc = fail(err, e, "hipOccupancyMaxActiveBlocksPerMultiprocessor");
-            return 1;
-        }
-        g->warps_blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
-        g->warps_shm = shm;
-        g->warps_fn = (const void *)k;
     }
-    const int64_t per = q4k ? 32 / nb : MV1W_ROWS, need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
-    const unsigned blocks = need < (int64_t)g->warps_blocks ? (unsigned)need : g->warps_blocks;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, q4k ? "k_mv1_q4_k_warps" : "k_mv1_q8_0_warps", err,
-                       parts.data[0], w->row_bytes, nb, x, rows, parts.y[0]);
+    if (!k || shm > 160 * 1024)
+        return 0;
+    unsigned resident = 0;
+    if ((*rc = warps_resident(g, (const void *)k, shm, &resident, err)))
+        return 1;
+    const int64_t need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
+    const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm,
+                       w->type == VT_TYPE_Q4_K ? "k_mv1_q4_k_warps" : "k_mv1_q8_0_warps", err, parts.data[0],
+                       w->row_bytes, nb, x, rows, parts.y[0]);
     return 1;
 }
 
@@ -2784,6 +2915,43 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
                             w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
     return launch_early(g, 1, k_matvec_int<VT_TYPE_Q8_0>, blocks, 32 * warps, shm, "k_matvec_int", err, parts,
                         w->row_bytes, nb, x, w->cols, n_tok, xrow, xspan, w->row_bytes, rpw);
+}
+
+/* A one-token BF16 product by k_mv1_bf16_warps (up to three matrices of
+ * rows of 1024, 2048 or 3072, each a multiple of the rows a group; the
+ * output head and the layers' products), x read through act_in, as many
+ * blocks as are resident at once: 1 if launched (or failed: *rc), 0 where
+ * it does not apply (k_matvec does). */
+static int bf16_warps(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int act, int64_t n_tok,
+                      float *const *ys, int pair, int *rc, vt_error *err)
+{
+    const vt_gpu_mat *w = ws[0];
+    if (!g->head_warps || g->sms < 1 || n < 1 || n > MATVEC_MAX_PARTS || w->type != VT_TYPE_BF16 || n_tok != 1 ||
+        (w->cols != 1024 && w->cols != 2048 && w->cols != 3072) || (pair && (n != 2 || w->cols != 1024)))
+        return 0;
+    const int R = w->cols == 3072 ? 1 : 2; /* rows a group: a lane's words and activation in registers */
+    for (int i = 0; i < n; i++)
+        if (ws[i]->type != VT_TYPE_BF16 || ws[i]->cols != w->cols || ws[i]->row_bytes != (size_t)w->cols * 2 ||
+            ws[i]->rows % R || (pair && ws[i]->rows != w->rows))
+            return 0;
+    void (*k)(mv_parts, const float *, int, int64_t) = pair               ? k_mv1_bf16_warps<32, 2, 1>
+                                                       : w->cols == 1024 ? k_mv1_bf16_warps<32, 2, 0>
+                                                       : w->cols == 2048 ? k_mv1_bf16_warps<64, 2, 0>
+                                                                         : k_mv1_bf16_warps<96, 1, 0>;
+    const size_t shm = (size_t)MV1W_WARPS * (size_t)R * w->row_bytes;
+    unsigned resident = 0;
+    if ((*rc = warps_resident(g, (const void *)k, shm, &resident, err)))
+        return 1;
+    static const int64_t ones[MATVEC_MAX_PARTS] = { 1, 1, 1 };
+    int64_t rows = 0;
+    const mv_parts parts = parts_of(ws, n, ys, ones, &rows);
+    const int64_t groups = pair ? w->rows : rows / R, need = (groups + MV1W_WARPS - 1) / MV1W_WARPS;
+    if (!groups)
+        return 0;
+    const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, pair ? "k_mv1_bf16_swiglu" : "k_mv1_bf16_warps", err, parts,
+                       x, act, groups);
+    return 1;
 }
 
 extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
@@ -2825,6 +2993,8 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         }
         /* F16, BF16: the product of the rounded activation (a few tokens:
          * rounded as k_matvec reads it, no launch of its own). */
+        if (bf16_warps(g, &w, 1, x, c->act, n_tok, &y, 0, &rc, err))
+            return rc;
         if (matvec_fits(w, n_tok)) {
             float *ys[1] = { y };
             return matvec(g, &w, 1, x, c->act, n_tok, ys, &ldy, err);
@@ -2837,6 +3007,9 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
         x = (const float *)g->xq;
     }
     /* A few tokens: a warp per row, the row decoded by blocks side by side. */
+    int rc = VT_OK;
+    if (bf16_warps(g, &w, 1, x, VT_ACT_F32, n_tok, &y, 0, &rc, err))
+        return rc;
     if (matvec_fits(w, n_tok)) {
         float *ys[1] = { y };
         return matvec(g, &w, 1, x, VT_ACT_F32, n_tok, ys, &ldy, err);
@@ -2870,13 +3043,14 @@ extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n
         if (rc)
             return rc;
     }
+    int rc = VT_OK;
+    if (one && bf16_warps(g, ws, n, x, act, n_tok, ys, 0, &rc, err))
+        return rc;
     if (one && n_tok > 0)
         return matvec(g, ws, n, x, act, n_tok, ys, ldys, err);
-    for (int i = 0; i < n; i++) {
-        int rc = vt_gpu_matmul(g, ws[i], x, n_tok, ys[i], ldys[i], err);
-        if (rc)
+    for (int i = 0; i < n; i++)
+        if ((rc = vt_gpu_matmul(g, ws[i], x, n_tok, ys[i], ldys[i], err)))
             return rc;
-    }
     return VT_OK;
 }
 
@@ -2972,7 +3146,8 @@ extern "C" int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_err
 /* The feed-forward's gate and up products of one token and SwiGLU in one
  * launch where the one-token kernels apply (k_mv1_*'s MV1_SWIGLU: each
  * block's gate rows and the same up rows, then swiglu_lane of the two, the
- * same bits as the three steps); else the grouped product and k_swiglu.
+ * same bits as the three steps; BF16: k_mv1_bf16_warps's PAIR, a warp's
+ * gate row and up row); else the grouped product and k_swiglu.
  * gate[] (n_tok rows of wg->rows) gets the result; up[] is scratch. */
 extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_gpu_mat *wu, const float *x,
                                      int64_t n_tok, float *gate, float *up, vt_error *err)
@@ -2993,7 +3168,16 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
                           : mv1_launch<4, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err);
         }
     }
-    int rc = vt_gpu_matmul_group(g, ws, 2, x, n_tok, ys, lds, err);
+    int rc = VT_OK;
+    if (g->pair_swiglu && wg->type == VT_TYPE_BF16 && wu->type == VT_TYPE_BF16) {
+        /* the act vt_gpu_matmul_group would take: the codec's in q8 mode */
+        const int act = g->matmul == VT_MATMUL_Q8 ? vt_codec_by_type(wg->type)->act : VT_ACT_F32;
+        if (act != VT_ACT_F32 && (rc = vt_gpu_matmul_supported(wg->type, g->matmul, err)))
+            return rc;
+        if (bf16_warps(g, ws, 2, x, act, n_tok, ys, 1, &rc, err))
+            return rc;
+    }
+    rc = vt_gpu_matmul_group(g, ws, 2, x, n_tok, ys, lds, err);
     return rc ? rc : vt_gpu_swiglu(g, gate, up, n_tok, wg->rows, err);
 }
 
