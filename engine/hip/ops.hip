@@ -1484,9 +1484,48 @@ __device__ static inline void mv1w_load(uint4 *v, const uint8_t *w, size_t row_b
     }
 }
 
-template <int WORDS>
+/* Group gi's bytes into v, lane's words lane, lane + 32, ...: PAIR 0, its
+ * MV1W_ROWS rows of one part of parts (each part's rows a multiple of
+ * MV1W_ROWS; y and o0 where they go); PAIR 1 (parts gate and up), gate's
+ * rows 2 gi, 2 gi + 1 then up's same two. Zero past the last group. */
+template <int WORDS, int PAIR>
+__device__ static inline void mv1w_q8_0_fetch(uint4 *v, const mv_parts &parts, int64_t gi, int64_t groups,
+                                              size_t row_bytes, int lane, float **y, int64_t *o0)
+{
+    const uint4 *p0 = NULL, *p1 = NULL;
+    unsigned n0 = 0, n1 = 0;
+    *y = NULL;
+    *o0 = 0;
+    if (gi < groups && PAIR) {
+        *o0 = 2 * gi;
+        *y = parts.y[0];
+        p0 = (const uint4 *)(parts.data[0] + (size_t)*o0 * row_bytes);
+        p1 = (const uint4 *)(parts.data[1] + (size_t)*o0 * row_bytes);
+        n0 = n1 = (unsigned)(2 * row_bytes / 16);
+    } else if (gi < groups) {
+        int64_t first = gi * MV1W_ROWS;
+#pragma unroll
+        for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
+            if (!*y && p < parts.n) {
+                if (first < parts.rows[p]) {
+                    *y = parts.y[p];
+                    *o0 = first;
+                    p0 = (const uint4 *)(parts.data[p] + (size_t)first * row_bytes);
+                    n0 = (unsigned)(MV1W_ROWS * row_bytes / 16);
+                } else
+                    first -= parts.rows[p];
+            }
+    }
+#pragma unroll
+    for (int u = 0; u < WORDS; u++) {
+        const unsigned k = (unsigned)u * 32 + (unsigned)lane;
+        v[u] = k < n0 ? p0[k] : k < n0 + n1 ? p1[k - n0] : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <int WORDS, int PAIR>
 __global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, float *y)
+k_mv1_q8_0_warps(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t groups)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
@@ -1495,15 +1534,18 @@ k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
     uint8_t *rows = (uint8_t *)mv1_words + (size_t)warp * span;
     int8_t *xq = (int8_t *)((uint8_t *)mv1_words + (size_t)MV1W_WARPS * span);
     float *xd = (float *)(xq + nb * 32);
-    const int64_t groups = (total_rows + MV1W_ROWS - 1) / MV1W_ROWS, stride = (int64_t)gridDim.x * MV1W_WARPS;
+    const int64_t stride = (int64_t)gridDim.x * MV1W_WARPS;
     const unsigned n_words = (unsigned)(span / 16);
-    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp;
+    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp, o0;
+    float *y;
     uint4 v[WORDS];
-    mv1w_load<WORDS>(v, w, row_bytes, MV1W_ROWS, gi, total_rows, lane);
+    mv1w_q8_0_fetch<WORDS, PAIR>(v, parts, gi, groups, row_bytes, lane, &y, &o0);
     GRID_WAIT(); /* x is the kernel ahead's output */
     mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
     for (; gi < groups; gi += stride) {
+        float *const yg = y;
+        const int64_t og = o0;
 #pragma unroll
         for (int u = 0; u < WORDS; u++) {
             const unsigned k = (unsigned)u * 32 + (unsigned)lane;
@@ -1511,7 +1553,7 @@ k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
                 ((uint4 *)rows)[k] = v[u];
         }
         VT_SYNCWARP();
-        mv1w_load<WORDS>(v, w, row_bytes, MV1W_ROWS, gi + stride, total_rows, lane); /* in flight while summed */
+        mv1w_q8_0_fetch<WORDS, PAIR>(v, parts, gi + stride, groups, row_bytes, lane, &y, &o0); /* in flight */
         const uint8_t *wr = rows + (size_t)r * row_bytes;
         float acc = 0.0f;
 #pragma unroll 8
@@ -1525,9 +1567,10 @@ k_mv1_q8_0_warps(const uint8_t *w, size_t row_bytes, int64_t nb, const float *x,
 #pragma unroll
         for (int k = 0; k < 8; k++)
             a[k] = SHFL(acc, (lane & ~7) + k, 32);
-        const int64_t o = gi * MV1W_ROWS + r;
-        if (m == 0 && o < total_rows)
-            y[o] = vt_hsum8(a);
+        const float row_sum = vt_hsum8(a);
+        const float up = SHFL(row_sum, (lane + 16) & 31, 32); /* PAIR: lane 8 r's up row, r < 2 */
+        if (PAIR ? m == 0 && r < 2 : m == 0)
+            yg[og + r] = PAIR ? swiglu_lane(row_sum, up) : row_sum;
         VT_SYNCWARP(); /* every lane is done with the rows before the next are stored */
     }
 }
@@ -2851,40 +2894,54 @@ static int warps_resident(vt_gpu *g, const void *k, size_t shm, unsigned *blocks
     return VT_OK;
 }
 
-/* The output head's one-token Q8_0 product by k_mv1_q8_0_warps (one
- * matrix, rows of whole 16-byte words, four of them in the 16-byte words a
- * lane holds, WORDS 9 (rows of up to 1152 bytes) or 17 (2176)), as many
- * blocks as are resident at once: 1 if launched (or failed: *rc), 0 where
- * it does not apply. */
+/* A one-token product a warp at a time, as many blocks as are resident at
+ * once: Q8_0 by k_mv1_q8_0_warps (the output head: rows a multiple of
+ * MV1W_ROWS, of whole 16-byte words, four of them in the words a lane
+ * holds: WORDS 9 (rows of up to 1152 bytes) or 17 (2176); pair: gate and
+ * up of equal rows of up to 1152 bytes, SwiGLU of the two into gate's y);
+ * Q4_K's output head by k_mv1_q4_k_warps. 1 if launched (or failed: *rc),
+ * 0 where it does not apply. */
 static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
-                     const float *x, int *rc, vt_error *err)
+                     const float *x, int pair, int *rc, vt_error *err)
 {
-    if (!g->head_warps || !g->mv1 || g->sms < 1 || n_tok != 1 || rows <= 65536 || parts.n != 1 ||
-        ((uintptr_t)x & 15) != 0 || w->row_bytes % 16)
+    if (!g->head_warps || !g->mv1 || g->sms < 1 || n_tok != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16)
         return 0;
-    void (*k)(const uint8_t *, size_t, int64_t, const float *, int64_t, float *) = NULL;
-    int64_t per = 0; /* rows a group */
-    size_t shm = 0;
-    if (w->type == VT_TYPE_Q8_0) {
-        const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
-        k = group_words <= 9 * 32 ? k_mv1_q8_0_warps<9> : group_words <= 17 * 32 ? k_mv1_q8_0_warps<17> : NULL;
-        per = MV1W_ROWS;
-        shm = mv1w_shm(w->row_bytes, nb);
-    } else if (w->type == VT_TYPE_Q4_K && nb >= 1 && nb <= 32 && (nb & (nb - 1)) == 0) {
-        k = k_mv1_q4_k_warps;
-        per = 32 / nb;
-        shm = mv1w_q4_k_shm(nb);
+    if (w->type == VT_TYPE_Q4_K && !pair && rows > 65536 && parts.n == 1 && nb >= 1 && nb <= 32 &&
+        (nb & (nb - 1)) == 0) {
+        const size_t shm = mv1w_q4_k_shm(nb);
+        unsigned resident = 0;
+        if ((*rc = warps_resident(g, (const void *)k_mv1_q4_k_warps, shm, &resident, err)))
+            return 1;
+        const int64_t per = 32 / nb; /* rows a group */
+        const int64_t need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
+        const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
+        *rc = launch_early(g, 1, k_mv1_q4_k_warps, blocks, MV1_THREADS, shm, "k_mv1_q4_k_warps", err, parts.data[0],
+                           w->row_bytes, nb, x, rows, parts.y[0]);
+        return 1;
     }
-    if (!k || shm > 160 * 1024)
+    /* Q8_0: the output head, and gate and up with SwiGLU (rows of up to 1152
+     * bytes). Measured on b06-Q8_0 (docs/bench-gpu.txt, 2026-12-06 13:06):
+     * Q|K|V as fast as k_mv1_q8_0<8>, and o and down slower (their 256
+     * groups fill 32 blocks), so those stay with k_mv1_q8_0. */
+    if (w->type != VT_TYPE_Q8_0 || (pair && (parts.n != 2 || parts.rows[0] != parts.rows[1] || parts.rows[0] % 2)) ||
+        (!pair && (rows <= 65536 || parts.n != 1 || rows % MV1W_ROWS)))
+        return 0;
+    const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
+    void (*k)(mv_parts, size_t, int64_t, const float *, int64_t) =
+        group_words <= 9 * 32 ? (pair ? k_mv1_q8_0_warps<9, 1> : k_mv1_q8_0_warps<9, 0>)
+        : group_words <= 17 * 32 && !pair ? k_mv1_q8_0_warps<17, 0>
+                                          : NULL;
+    const size_t shm = mv1w_shm(w->row_bytes, nb);
+    const int64_t groups = pair ? parts.rows[0] / 2 : rows / MV1W_ROWS;
+    if (!k || shm > 160 * 1024 || !groups)
         return 0;
     unsigned resident = 0;
     if ((*rc = warps_resident(g, (const void *)k, shm, &resident, err)))
         return 1;
-    const int64_t need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
+    const int64_t need = (groups + MV1W_WARPS - 1) / MV1W_WARPS;
     const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm,
-                       w->type == VT_TYPE_Q4_K ? "k_mv1_q4_k_warps" : "k_mv1_q8_0_warps", err, parts.data[0],
-                       w->row_bytes, nb, x, rows, parts.y[0]);
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, pair ? "k_mv1_q8_0_swiglu" : "k_mv1_q8_0_warps", err,
+                       parts, w->row_bytes, nb, x, groups);
     return 1;
 }
 
@@ -2897,7 +2954,7 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const int64_t nb = w->cols / c->block_elems;
     int rc = VT_OK;
-    if (mv1_warps(g, w, parts, rows, nb, n_tok, x, &rc, err))
+    if (mv1_warps(g, w, parts, rows, nb, n_tok, x, 0, &rc, err))
         return rc;
     size_t shm1 = 0;
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
@@ -3162,6 +3219,9 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
         const int64_t nb = wg->cols / c->block_elems;
         int64_t rows = 0;
         mv_parts parts = parts_of(ws, 2, ys, lds, &rows);
+        int rc = VT_OK;
+        if (mv1_warps(g, wg, parts, rows, nb, n_tok, x, 1, &rc, err))
+            return rc;
         const int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
         if ((R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
             return R == 8 ? mv1_launch<8, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
