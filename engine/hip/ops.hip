@@ -79,14 +79,16 @@ struct vt_gpu {
     int capturing;             /* queued work is being recorded into a graph, not counted */
     int pdl;                   /* launch_early: PDL_ALL (CUDA, compute 9+), PDL_PRODUCTS or PDL_NONE (VT_GPU_PDL) */
     int mv1;                   /* one-token Q8_0 and Q4_K products by k_mv1_q8_0, k_mv1_q4_k (VT_GPU_MV1=0: by k_matvec_int) */
-    int head_warps;            /* the one-token Q8_0, Q4_K, BF16 heads a warp at a time (VT_GPU_HEAD_WARPS=0: as the rest) */
+    int head_warps;            /* one-token products a warp at a time: the Q8_0, Q4_K heads, Q8_0's gate|up, every BF16
+                                  one (mv1_warps, bf16_warps; VT_GPU_HEAD_WARPS=0: k_mv1_*, k_matvec as before) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int sms;                   /* the device's multiprocessors */
     struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
         const void *fn;
+        int threads;
         size_t shm;
         unsigned blocks;
-    } resident[8];
+    } resident[16];
     int n_resident;
     int after_kernel;          /* the stream's last work was a kernel: the next may launch early on it */
     int matmul;                /* VT_MATMUL_EXACT or VT_MATMUL_Q8 */
@@ -854,6 +856,27 @@ typedef struct mv_parts {
     int n;
 } mv_parts;
 
+/* Row *o of parts' rows taken one after another: its part's data, y and
+ * ldy, *o made the row within that part; 0 past the last (nothing set).
+ * The indices known at compile time, so parts stays in registers. */
+__device__ static inline int mv_part_of(const mv_parts &parts, int64_t *o, const uint8_t **data, float **y,
+                                        int64_t *ldy)
+{
+    int found = 0;
+#pragma unroll
+    for (int p = 0; p < MATVEC_MAX_PARTS; p++)
+        if (!found && p < parts.n) {
+            if (*o < parts.rows[p]) {
+                *data = parts.data[p];
+                *y = parts.y[p];
+                *ldy = parts.ldy[p];
+                found = 1;
+            } else
+                *o -= parts.rows[p];
+        }
+    return found;
+}
+
 template <int T>
 __global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, int64_t block_elems,
                                 size_t block_bytes, int s, int64_t span, size_t raw_bytes, const float *x,
@@ -866,17 +889,7 @@ __global__ static void k_matvec(mv_parts parts, size_t row_bytes, int64_t cols, 
     const uint8_t *data = NULL;
     float *y = NULL;
     int64_t ldy = 0;
-#pragma unroll
-    for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
-        if (!data && p < parts.n) {
-            if (o < parts.rows[p]) {
-                data = parts.data[p];
-                y = parts.y[p];
-                ldy = parts.ldy[p];
-            } else
-                o -= parts.rows[p];
-        }
-    if (!data)
+    if (!mv_part_of(parts, &o, &data, &y, &ldy))
         return; /* a whole warp: no block-wide barrier follows */
     const int64_t span4 = (span + 3) & ~(int64_t)3; /* the raw bytes 16-byte aligned */
     float *row = sh + warp * (span4 + (int64_t)(raw_bytes / sizeof(float)));
@@ -1503,18 +1516,13 @@ __device__ static inline void mv1w_q8_0_fetch(uint4 *v, const mv_parts &parts, i
         p1 = (const uint4 *)(parts.data[1] + (size_t)*o0 * row_bytes);
         n0 = n1 = (unsigned)(2 * row_bytes / 16);
     } else if (gi < groups) {
-        int64_t first = gi * MV1W_ROWS;
-#pragma unroll
-        for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
-            if (!*y && p < parts.n) {
-                if (first < parts.rows[p]) {
-                    *y = parts.y[p];
-                    *o0 = first;
-                    p0 = (const uint4 *)(parts.data[p] + (size_t)first * row_bytes);
-                    n0 = (unsigned)(MV1W_ROWS * row_bytes / 16);
-                } else
-                    first -= parts.rows[p];
-            }
+        int64_t first = gi * MV1W_ROWS, ldy;
+        const uint8_t *data;
+        if (mv_part_of(parts, &first, &data, y, &ldy)) {
+            *o0 = first;
+            p0 = (const uint4 *)(data + (size_t)first * row_bytes);
+            n0 = (unsigned)(MV1W_ROWS * row_bytes / 16);
+        }
     }
 #pragma unroll
     for (int u = 0; u < WORDS; u++) {
@@ -1760,22 +1768,13 @@ __device__ static inline void mv1w_bf16_fetch(uint4 *v, const mv_parts &parts, i
         *y = parts.y[0];
         *o0 = gi;
     } else {
-        int64_t first = gi < groups ? gi * R : INT64_MAX;
+        int64_t first = gi < groups ? gi * R : INT64_MAX, ldy;
+        const uint8_t *data = NULL;
+        const int in = mv_part_of(parts, &first, &data, y, &ldy);
+        *o0 = in ? first : 0;
 #pragma unroll
-        for (int p = 0; p < MATVEC_MAX_PARTS; p++) /* indices known at compile time: parts stays in registers */
-            if (!*y && p < parts.n) {
-                if (first < parts.rows[p]) {
-                    *y = parts.y[p];
-                    *o0 = first;
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        src[r] = parts.data[p] + (size_t)(first + r) * row_bytes;
-                } else
-                    first -= parts.rows[p];
-            }
-        if (!*y)
-            for (int r = 0; r < R; r++)
-                src[r] = NULL;
+        for (int r = 0; r < R; r++)
+            src[r] = in ? data + (size_t)(first + r) * row_bytes : NULL;
     }
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -1794,8 +1793,8 @@ k_mv1_bf16_warps(mv_parts parts, const float *x, int act, int64_t groups)
     extern __shared__ uint4 mv1_words[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint16_t *rows = (const uint16_t *)((uint8_t *)mv1_words + (size_t)warp * R * row_bytes);
-    const int64_t stride = (int64_t)gridDim.x * MV1W_WARPS;
-    int64_t gi = (int64_t)blockIdx.x * MV1W_WARPS + warp, o0;
+    const int64_t stride = (int64_t)gridDim.x * (blockDim.x >> 5); /* 1 to MV1W_WARPS warps a block */
+    int64_t gi = (int64_t)blockIdx.x * (blockDim.x >> 5) + warp, o0;
     float *y;
     uint4 v[WORDS];
     mv1w_bf16_fetch<WORDS, R, PAIR>(v, parts, gi, groups, row_bytes, lane, &y, &o0);
@@ -2610,6 +2609,62 @@ static unsigned grid_for(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
+/* The floor a decode step's launches set before any work: a graph of n
+ * kernels that do nothing but what every step kernel does first (let the
+ * next start, wait for the one ahead: GRID_ENTER), launched as the step's
+ * are (launch_early: early where the step's are), replayed. One thread
+ * counts into *tick so that no launch is empty to the compiler. */
+__global__ static void k_floor(unsigned *tick)
+{
+    GRID_ENTER();
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        tick[0]++;
+}
+
+extern "C" int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us,
+                                   vt_error *err)
+{
+    if (n < 1 || replays < 1 || blocks < 1 || threads < 1 || threads > 1024)
+        return vt_error_set(err, VT_EINPUT, "launch floor: n %d, replays %d, blocks %u, threads %u: expected "
+                            "each at least 1, threads at most 1024", n, replays, blocks, threads);
+    unsigned *tick = (unsigned *)vt_gpu_malloc(g, sizeof *tick, err);
+    if (!tick)
+        return VT_EINPUT;
+    vt_gpu_graph *x = NULL;
+    hipEvent_t t0 = NULL, t1 = NULL;
+    int rc = vt_gpu_capture_begin(g, err);
+    for (int i = 0; rc == VT_OK && i < n; i++)
+        rc = launch_early(g, 1, k_floor, blocks, threads, 0, "k_floor", err, tick);
+    if (rc == VT_OK || g->capturing)
+        rc = vt_gpu_capture_end(g, rc, &x, err);
+    hipError_t e = hipSuccess;
+    if (rc == VT_OK && (e = hipEventCreate(&t0)) == hipSuccess)
+        e = hipEventCreate(&t1);
+    double best = 0;
+    for (int pass = 0; rc == VT_OK && e == hipSuccess && pass < 6; pass++) { /* pass 0 warms up */
+        hipEventRecord(t0, g->stream);
+        for (int r = 0; rc == VT_OK && r < replays; r++)
+            rc = vt_gpu_graph_launch(g, x, err);
+        if (rc == VT_OK && (e = hipEventRecord(t1, g->stream)) == hipSuccess)
+            e = hipEventSynchronize(t1);
+        float ms = 0;
+        if (rc == VT_OK && e == hipSuccess && (e = hipEventElapsedTime(&ms, t0, t1)) == hipSuccess && pass > 0 &&
+            (best == 0 || ms * 1e3 / replays < best))
+            best = ms * 1e3 / replays;
+    }
+    if (rc == VT_OK && e != hipSuccess)
+        rc = fail(err, e, "launch floor");
+    if (t0)
+        hipEventDestroy(t0);
+    if (t1)
+        hipEventDestroy(t1);
+    vt_gpu_graph_free(g, x);
+    vt_gpu_mfree(g, tick);
+    if (rc == VT_OK)
+        *us = best;
+    return rc;
+}
+
 extern "C" int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *w, const int64_t *ids, int64_t n_tok, float *x, vt_error *err)
 {
     const vt_codec *c = vt_codec_by_type(w->type);
@@ -2868,25 +2923,27 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows);
 }
 
-/* The blocks of kernel k (k_mv1_*_warps, MV1_THREADS threads) with shm
+/* The blocks of kernel k (k_mv1_*_warps) of threads threads with shm
  * bytes of shared memory resident on the device at once, into *blocks
  * (asked once for each kernel and size: a step launches several); k
  * allowed that shared memory. */
-static int warps_resident(vt_gpu *g, const void *k, size_t shm, unsigned *blocks, vt_error *err)
+static int warps_resident(vt_gpu *g, const void *k, int threads, size_t shm, unsigned *blocks, vt_error *err)
 {
     int rc = shm_allow(g, k, shm, err);
     if (rc)
         return rc;
     const int cap = (int)(sizeof g->resident / sizeof g->resident[0]);
     int i = 0;
-    while (i < g->n_resident && (g->resident[i].fn != k || g->resident[i].shm != shm))
+    while (i < g->n_resident &&
+           (g->resident[i].fn != k || g->resident[i].shm != shm || g->resident[i].threads != threads))
         i++;
     if (i == g->n_resident) {
         int per_sm = 0;
-        TRY(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, MV1_THREADS, shm),
+        TRY(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, threads, shm),
             "hipOccupancyMaxActiveBlocksPerMultiprocessor");
         i = g->n_resident < cap ? g->n_resident++ : cap - 1; /* a fixed few kernels and sizes: not reached */
         g->resident[i].fn = k;
+        g->resident[i].threads = threads;
         g->resident[i].shm = shm;
         g->resident[i].blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
     }
@@ -2910,7 +2967,7 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
         (nb & (nb - 1)) == 0) {
         const size_t shm = mv1w_q4_k_shm(nb);
         unsigned resident = 0;
-        if ((*rc = warps_resident(g, (const void *)k_mv1_q4_k_warps, shm, &resident, err)))
+        if ((*rc = warps_resident(g, (const void *)k_mv1_q4_k_warps, MV1_THREADS, shm, &resident, err)))
             return 1;
         const int64_t per = 32 / nb; /* rows a group */
         const int64_t need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
@@ -2936,7 +2993,7 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
     if (!k || shm > 160 * 1024 || !groups)
         return 0;
     unsigned resident = 0;
-    if ((*rc = warps_resident(g, (const void *)k, shm, &resident, err)))
+    if ((*rc = warps_resident(g, (const void *)k, MV1_THREADS, shm, &resident, err)))
         return 1;
     const int64_t need = (groups + MV1W_WARPS - 1) / MV1W_WARPS;
     const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
@@ -2995,18 +3052,26 @@ static int bf16_warps(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
                                                        : w->cols == 1024 ? k_mv1_bf16_warps<32, 2, 0>
                                                        : w->cols == 2048 ? k_mv1_bf16_warps<64, 2, 0>
                                                                          : k_mv1_bf16_warps<96, 1, 0>;
-    const size_t shm = (size_t)MV1W_WARPS * (size_t)R * w->row_bytes;
-    unsigned resident = 0;
-    if ((*rc = warps_resident(g, (const void *)k, shm, &resident, err)))
-        return 1;
     static const int64_t ones[MATVEC_MAX_PARTS] = { 1, 1, 1 };
     int64_t rows = 0;
     const mv_parts parts = parts_of(ws, n, ys, ones, &rows);
-    const int64_t groups = pair ? w->rows : rows / R, need = (groups + MV1W_WARPS - 1) / MV1W_WARPS;
+    const int64_t groups = pair ? w->rows : rows / R;
     if (!groups)
         return 0;
+    /* warps a block: the most that still give at least two blocks a
+     * multiprocessor (o's 512 groups: one; the head's: eight), since
+     * fewer, fuller blocks leave multiprocessors idle (docs/bench-gpu.txt
+     * 2026-12-06 12:57: o in 64 blocks, down in 128) */
+    int wpb = MV1W_WARPS;
+    while (wpb > 1 && (groups + wpb - 1) / wpb < 2 * (int64_t)g->sms)
+        wpb /= 2;
+    const size_t shm = (size_t)wpb * (size_t)R * w->row_bytes;
+    unsigned resident = 0;
+    if ((*rc = warps_resident(g, (const void *)k, 32 * wpb, shm, &resident, err)))
+        return 1;
+    const int64_t need = (groups + wpb - 1) / wpb;
     const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, pair ? "k_mv1_bf16_swiglu" : "k_mv1_bf16_warps", err, parts,
+    *rc = launch_early(g, 1, k, blocks, 32 * wpb, shm, pair ? "k_mv1_bf16_swiglu" : "k_mv1_bf16_warps", err, parts,
                        x, act, groups);
     return 1;
 }
@@ -3080,6 +3145,10 @@ extern "C" int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int
     return VT_OK;
 }
 
+/* The activation a product of codec c's weights reads: the codec's (F16,
+ * BF16: rounded so) in q8 mode, as is in exact mode. */
+static int product_act(const vt_gpu *g, const vt_codec *c) { return g->matmul == VT_MATMUL_Q8 ? c->act : VT_ACT_F32; }
+
 extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok,
                                    float *const *ys, const int64_t *ldys, vt_error *err)
 {
@@ -3092,8 +3161,8 @@ extern "C" int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n
         one = matvec_fits(ws[i], n_tok) && ws[i]->type == ws[0]->type && ws[i]->cols == ws[0]->cols &&
               ws[i]->cols % 64 == 0 && c && c->decode_f32 &&
               (g->matmul == VT_MATMUL_EXACT || c->act == VT_ACT_F32 || c->act == VT_ACT_F16 || c->act == VT_ACT_BF16);
-        if (one && g->matmul == VT_MATMUL_Q8)
-            act = c->act;
+        if (one)
+            act = product_act(g, c);
     }
     if (one && act != VT_ACT_F32) {
         int rc = vt_gpu_matmul_supported(ws[0]->type, g->matmul, err);
@@ -3230,8 +3299,7 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
     }
     int rc = VT_OK;
     if (g->pair_swiglu && wg->type == VT_TYPE_BF16 && wu->type == VT_TYPE_BF16) {
-        /* the act vt_gpu_matmul_group would take: the codec's in q8 mode */
-        const int act = g->matmul == VT_MATMUL_Q8 ? vt_codec_by_type(wg->type)->act : VT_ACT_F32;
+        const int act = product_act(g, vt_codec_by_type(wg->type));
         if (act != VT_ACT_F32 && (rc = vt_gpu_matmul_supported(wg->type, g->matmul, err)))
             return rc;
         if (bf16_warps(g, ws, 2, x, act, n_tok, ys, 1, &rc, err))

@@ -124,6 +124,10 @@ void vt_gpu_graph_free(vt_gpu *g, vt_gpu_graph *x);
 /* The device's read bandwidth (bytes per second): the best of passes timed
  * reads of a bytes-sized buffer (after one untimed pass). */
 int vt_gpu_read_bandwidth(int device, size_t bytes, int passes, double *bytes_per_s, vt_error *err);
+/* The time (us) a graph of n dependent empty kernels of blocks x threads,
+ * launched as the decode step's are, takes a replay: the best mean of five
+ * timed batches of replays (after one untimed). */
+int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us, vt_error *err);
 
 /* A weight matrix in its codec, rows packed as in the GGUF file. */
 typedef struct vt_gpu_mat {
