@@ -15,6 +15,7 @@
 #include "engine/hip/vt_gpu.h"
 #include "engine/qwen3.h"
 #include "engine/qwen35.h"
+#include "tests/gpu/gpu_program.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -154,19 +155,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gpu_forward [--tokens N] [--repeats R] [--device D] [--matmul exact|q8] MODEL.gguf...\n");
         return 2;
     }
+    char name[256];
+    if (gpu_program_device("gpu_forward", device, name, sizeof name))
+        return 2;
     vt_error err;
     vt_error_clear(&err);
-    int n_dev = 0;
-    vt_gpu_device_count(&n_dev, &err);
-    if (n_dev == 0) {
-        printf("gpu_forward: skipped: no GPU device\n");
-        return 2;
-    }
-    char name[256];
-    if (vt_gpu_device_name(device, name, sizeof name, &err)) {
-        printf("gpu_forward: %s\n", err.msg);
-        return 2;
-    }
     printf("device %d: %s; --matmul %s; %d tokens teacher-forced, all logits; GPU runs repeated %d times\n", device,
            name, vt_matmul_mode_name(matmul), n, repeats);
     printf("%-28s %-9s %-11s %10s %12s %8s %s\n", "model", "cache", "gpu-mode", "differ", "max|dlogit|", "argmax",

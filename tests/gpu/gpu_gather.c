@@ -9,6 +9,7 @@
  * usage: gpu_gather [--ids N] [--rows R] [--cols C] [--device D] [--seed S] */
 #include "engine/codec.h"
 #include "engine/hip/vt_gpu.h"
+#include "tests/gpu/gpu_program.h"
 #include "tests/gpu/gpu_random_table.h"
 
 #include <stdio.h>
@@ -56,18 +57,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpu_gather: expected --ids >= 8, --rows >= 2, --cols a multiple of 256\n");
         return 2;
     }
+    char name[256];
+    if (gpu_program_device("gpu_gather", device, name, sizeof name))
+        return 2;
     vt_error err;
     vt_error_clear(&err);
     int n_dev = 0;
-    vt_gpu_device_count(&n_dev, &err);
-    if (n_dev == 0) {
-        printf("gpu_gather: skipped: no GPU device\n");
-        return 2;
-    }
-    char name[256];
     const char *vendor = "";
     int rt = 0, drv = 0;
-    if (vt_gpu_device_name(device, name, sizeof name, &err) || vt_gpu_runtime(device, &vendor, &rt, &drv, &err)) {
+    if (vt_gpu_device_count(&n_dev, &err) || vt_gpu_runtime(device, &vendor, &rt, &drv, &err)) {
         printf("gpu_gather: %s\n", err.msg);
         return 2;
     }
