@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char name[256];
-    if (gpu_program_device("gpu_forward", device, name, sizeof name))
+    if (gpu_program_device("gpu_forward", device, name, sizeof name, NULL))
         return 2;
     vt_error err;
     vt_error_clear(&err);

@@ -58,14 +58,14 @@ int main(int argc, char **argv)
         return 2;
     }
     char name[256];
-    if (gpu_program_device("gpu_gather", device, name, sizeof name))
+    int n_dev = 0;
+    if (gpu_program_device("gpu_gather", device, name, sizeof name, &n_dev))
         return 2;
     vt_error err;
     vt_error_clear(&err);
-    int n_dev = 0;
     const char *vendor = "";
     int rt = 0, drv = 0;
-    if (vt_gpu_device_count(&n_dev, &err) || vt_gpu_runtime(device, &vendor, &rt, &drv, &err)) {
+    if (vt_gpu_runtime(device, &vendor, &rt, &drv, &err)) {
         printf("gpu_gather: %s\n", err.msg);
         return 2;
     }

@@ -7,9 +7,10 @@
 
 #include <stdio.h>
 
-/* Device `device`'s name into name; 0, or 2 (the programs' "skipped / bad
- * usage" exit) after one line on stdout naming prog and the reason. */
-static inline int gpu_program_device(const char *prog, int device, char *name, size_t cap)
+/* Device `device`'s name into name and the devices present into *n_dev
+ * (when not NULL); 0, or 2 (the programs' "skipped / bad usage" exit)
+ * after one line on stdout naming prog and the reason. */
+static inline int gpu_program_device(const char *prog, int device, char *name, size_t cap, int *n_dev_out)
 {
     vt_error err;
     vt_error_clear(&err);
@@ -23,6 +24,8 @@ static inline int gpu_program_device(const char *prog, int device, char *name, s
         printf("%s: %s\n", prog, err.msg);
         return 2;
     }
+    if (n_dev_out)
+        *n_dev_out = n_dev;
     return 0;
 }
 
