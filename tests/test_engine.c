@@ -15,6 +15,7 @@
 #include "oracle/codec_check.h"
 #include "oracle/ggml_codec.h"
 #include "oracle/ggml_matmul.h"
+#include "tests/support/vt_test.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -31,20 +32,6 @@
 /* ---------------------------------------------------------------------
  * FP8 E4M3
  * --------------------------------------------------------------------- */
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 Test(fp8, every_code_decodes_and_round_trips)
 {
@@ -67,7 +54,7 @@ Test(fp8, every_code_decodes_and_round_trips)
     cr_assert_eq(vt_fp8_e4m3_to_f32(0x08), 0x1p-6f);    /* smallest normal */
     cr_assert_eq(vt_fp8_e4m3_to_f32(0x38), 1.0f);
     cr_assert_eq(vt_fp8_e4m3_to_f32(0xb8), -1.0f);
-    cr_assert_eq(bits_of(vt_fp8_e4m3_to_f32(0x80)), 0x80000000u); /* -0 */
+    cr_assert_eq(vt_test_bits_of(vt_fp8_e4m3_to_f32(0x80)), 0x80000000u); /* -0 */
 }
 
 Test(fp8, saturates_and_keeps_nan)
@@ -79,7 +66,7 @@ Test(fp8, saturates_and_keeps_nan)
     }
     cr_assert_eq(vt_fp8_e4m3_from_f32(NAN), 0x7f);
     cr_assert_eq(vt_fp8_e4m3_from_f32(-NAN), 0xff);
-    cr_assert_eq(vt_fp8_e4m3_from_f32(float_of(0x7f800001u)), 0x7f); /* signalling NaN */
+    cr_assert_eq(vt_fp8_e4m3_from_f32(vt_test_float_of(0x7f800001u)), 0x7f); /* signalling NaN */
     cr_assert_eq(vt_fp8_e4m3_from_f32(0.0f), 0x00);
     cr_assert_eq(vt_fp8_e4m3_from_f32(-0.0f), 0x80);
     cr_assert_eq(vt_fp8_e4m3_from_f32(1e-30f), 0x00);
@@ -132,7 +119,7 @@ Test(fp8, matches_brute_force_nearest_on_a_sweep_of_floats)
 {
     /* Every 4099th bit pattern: all exponents, many mantissas, both signs. */
     for (uint64_t u = 0; u <= 0xffffffffu; u += 4099) {
-        float x = float_of((uint32_t)u);
+        float x = vt_test_float_of((uint32_t)u);
         cr_assert_eq(vt_fp8_e4m3_from_f32(x), fp8_brute(x), "x = %a (0x%08x)", (double)x,
                      (unsigned)u);
     }
@@ -249,7 +236,7 @@ Test(rmsnorm_mean, any_order_sum_stands_in_only_when_the_serial_mean_is_certain)
                 tried++;
                 if (mean_of_any_order_sum(sums[o], n, &mean)) {
                     taken++;
-                    cr_assert_eq(bits_of(mean), bits_of(want), "n %lld order %d: %a, the serial mean %a", (long long)n,
+                    cr_assert_eq(vt_test_bits_of(mean), vt_test_bits_of(want), "n %lld order %d: %a, the serial mean %a", (long long)n,
                                  o, (double)mean, (double)want);
                 }
             }
@@ -292,7 +279,7 @@ Test(rmsnorm_mean, zero_is_taken_and_what_is_not_a_sum_of_squares_is_refused)
 {
     float mean = -1.0f;
     cr_assert(mean_of_any_order_sum(0.0, 1024, &mean));
-    cr_assert_eq(bits_of(mean), 0u);
+    cr_assert_eq(vt_test_bits_of(mean), 0u);
     cr_assert_not(mean_of_any_order_sum(NAN, 1024, &mean));
     cr_assert_not(mean_of_any_order_sum(INFINITY, 1024, &mean));
     cr_assert_not(mean_of_any_order_sum(-1.0, 1024, &mean));
@@ -416,7 +403,7 @@ Test(f16, encoder_matches_hardware_and_round_trips)
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29)))
         return;
     for (uint64_t u = 0; u <= 0xffffffffu; u += 997) {
-        float x = float_of((uint32_t)u);
+        float x = vt_test_float_of((uint32_t)u);
         cr_assert_eq(vt_f32_to_f16(x), f16c_convert(x), "x = %a (0x%08x)", (double)x, (unsigned)u);
     }
 #endif

@@ -5,6 +5,10 @@
  *   pass, split into two prefill chunks at every offset, and prefill then
  *   single-token decode; the splits must also be bit-identical to one pass.
  *   The multi-section RoPE angles and the L2 norm against their definitions.
+ * libm: engine_math.h's copies of the C library's expf and logf (the GPU
+ *   computes qwen35's gates with them) against the C library, on every
+ *   251st float and the inputs that tell its fused steps apart
+ *   (VT_LIBM_EVERY_FLOAT=1: on all 2^32).
  * end to end, on the tiny qwen35 fixture (`vt fixture make --arch qwen35`):
  *   ten repeats bit-identical in both modes, eager = production = any batch
  *   size = incremental decode, 1 = 2 threads, every KV cache dtype, the
@@ -15,6 +19,7 @@
 #include <criterion/logging.h>
 
 #include "common/vt_rng.h"
+#include "engine/engine_math.h"
 #include "engine/kernels.h"
 #include "engine/qwen3.h"
 #include "engine/qwen35.h"
@@ -331,6 +336,76 @@ Test(kernels, l2norm_is_x_over_its_norm)
     for (int i = 0; i < 64; i++)
         cr_assert_leq(fabs(y[i] - x[i] / sqrt(s + 1e-6)), 1e-6 * fabs(x[i] / sqrt(s)) + 1e-12);
     free(x);
+}
+
+/* ---------------------------------------------------------------------
+ * libm
+ * --------------------------------------------------------------------- */
+
+/* Whether mine gives other bits than the C library at x (NaN for NaN is
+ * the same); the first such x into *first. */
+static int libm_differs(float (*lib)(float), float (*mine)(float), float x, uint64_t *bad, float *first)
+{
+    const float a = lib(x), b = mine(x);
+    if (vt_test_bits_of(a) == vt_test_bits_of(b) || (a != a && b != b))
+        return 0;
+    if ((*bad)++ == 0)
+        *first = x;
+    return 1;
+}
+
+/* Over the floats at bit patterns 0, stride, 2 stride, .., then extra[]:
+ * how many differ. */
+static uint64_t libm_mismatches(float (*lib)(float), float (*mine)(float), uint64_t stride, const float *extra,
+                                size_t n_extra, float *first)
+{
+    uint64_t bad = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += stride)
+        libm_differs(lib, mine, vt_test_float_of((uint32_t)u), &bad, first);
+    for (size_t i = 0; i < n_extra; i++)
+        libm_differs(lib, mine, extra[i], &bad, first);
+    return bad;
+}
+
+static float libc_expf(float x) { return expf(x); }
+static float libc_logf(float x) { return logf(x); }
+static float copy_expf(float x) { return vt_libm_expf(x); }
+static float copy_logf(float x) { return vt_libm_logf(x); }
+
+static uint64_t libm_stride(void)
+{
+    const char *e = getenv("VT_LIBM_EVERY_FLOAT");
+    return e && strcmp(e, "1") == 0 ? 1 : 251;
+}
+
+Test(libm, gpu_expf_is_the_c_librarys)
+{
+    /* The ends of its range, both sides of each; two inputs whose bits
+     * need the fused reduction steps (glibc 2.36 with FMA: the unfused
+     * steps give 0x1.f93e36p+46 and 0x1.f45324p-92); exact powers. */
+    const float extra[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1.62e42ep6f, 0x1.62e430p6f, 0x1.62e42cp6f,
+                            -0x1.9fe368p6f, -0x1.9fe36ap6f, -0x1.9fe366p6f, 88.0f, -88.0f, 0x1p-149f, -0x1p-149f,
+                            0x1.04845ep+5f, -0x1.f8cbb2p+5f, 1.0f, -1.0f, 20.0f, -20.0f, 0x1p-30f, -0x1p-30f };
+    float first = 0.0f;
+    const uint64_t bad = libm_mismatches(libc_expf, copy_expf, libm_stride(), extra, sizeof extra / sizeof extra[0], &first);
+    cr_assert_eq(bad, 0, "%llu inputs differ, the first %a: expf %a, vt_libm_expf %a", (unsigned long long)bad,
+                 (double)first, (double)expf(first), (double)vt_libm_expf(first));
+    cr_assert_eq(vt_test_bits_of(vt_libm_expf(0x1.04845ep+5f)), vt_test_bits_of(0x1.f93e38p+46f));
+    cr_assert_eq(vt_test_bits_of(vt_libm_expf(-0x1.f8cbb2p+5f)), vt_test_bits_of(0x1.f45326p-92f));
+}
+
+Test(libm, gpu_logf_is_the_c_librarys)
+{
+    /* 1 (exactly 0), the subnormals' path, the ends, the 16 intervals' edges */
+    float extra[64] = { 1.0f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, -1.0f, 0x1p-149f, 0x1.fffffcp-127f, 0x1p-126f,
+                        0x1.fffffep+127f, 0x1.000002p+0f, 0x1.fffffep-1f, 2.0f, 21.0f };
+    size_t n = 15;
+    for (uint32_t i = 0; i < 16; i++) /* edges of the table's intervals */
+        extra[n++] = vt_test_float_of(0x3f330000u + (i << 19));
+    float first = 0.0f;
+    const uint64_t bad = libm_mismatches(libc_logf, copy_logf, libm_stride(), extra, n, &first);
+    cr_assert_eq(bad, 0, "%llu inputs differ, the first %a: logf %a, vt_libm_logf %a", (unsigned long long)bad,
+                 (double)first, (double)logf(first), (double)vt_libm_logf(first));
 }
 
 Test(kernels, multi_section_rope_angles)

@@ -23,7 +23,6 @@ typedef cudaEvent_t hipEvent_t;
 typedef cudaGraph_t hipGraph_t;
 typedef cudaGraphExec_t hipGraphExec_t;
 typedef cudaDeviceProp hipDeviceProp_t;
-typedef cudaHostFn_t hipHostFn_t;
 
 #define hipSuccess cudaSuccess
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
@@ -43,6 +42,8 @@ typedef cudaHostFn_t hipHostFn_t;
 #define hipFree cudaFree
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyToSymbol cudaMemcpyToSymbol
+#define hipMemcpyFromSymbol cudaMemcpyFromSymbol
 #define hipMemsetAsync cudaMemsetAsync
 #define hipStreamCreateWithFlags cudaStreamCreateWithFlags
 #define hipStreamDestroy cudaStreamDestroy
@@ -62,7 +63,6 @@ typedef cudaHostFn_t hipHostFn_t;
 #define hipGraphLaunch cudaGraphLaunch
 #define hipGraphDestroy cudaGraphDestroy
 #define hipGraphExecDestroy cudaGraphExecDestroy
-#define hipLaunchHostFunc cudaLaunchHostFunc
 #define hipHostMalloc(p, n, f) cudaHostAlloc((p), (n), (f))
 #define hipHostMallocDefault cudaHostAllocDefault
 #define hipHostFree cudaFreeHost

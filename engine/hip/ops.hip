@@ -45,7 +45,35 @@ extern "C" {
  * next launches are hidden behind the running kernel, and a product copies
  * its weight rows (read only) into shared memory before it waits.
  * GRID_ENTER: a kernel with nothing to do before its wait. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef VT_GPU_TRACE
+/* A trace build (scripts/gpu-build TRACE=1; never the module a capture
+ * names): the first thread of each kernel's block 0 stamps the moment its
+ * wait returned, so that in a replayed decode step, where every kernel
+ * waits, one stamp to the next is what each kernel costs the step: its
+ * work after the wait and its end, as the step runs them (ncu runs each
+ * kernel alone). vt_gpu_graph_launch reads them (trace_step below). */
+#define TRACE_CAP 4096
+__device__ unsigned long long vt_trace_t[TRACE_CAP];
+__device__ unsigned vt_trace_n;
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(VT_GPU_TRACE)
+__device__ static inline void trace_stamp(void)
+{
+    if ((blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        const unsigned i = atomicAdd(&vt_trace_n, 1u);
+        if (i < TRACE_CAP)
+            vt_trace_t[i] = t;
+    }
+}
+#define GRID_WAIT()                                                                                                   \
+    do {                                                                                                              \
+        asm volatile("griddepcontrol.wait;" ::: "memory");                                                            \
+        trace_stamp();                                                                                                \
+    } while (0)
+#define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
 #else
@@ -71,6 +99,10 @@ extern "C" {
 /* Which kernels launch_early launches early: none, the products only (as
  * before 2026-12-05: VT_GPU_PDL=products, for comparison), or all. */
 enum { PDL_NONE, PDL_PRODUCTS, PDL_ALL };
+
+#ifdef VT_GPU_TRACE
+#define TRACE_NAMES 1024 /* the most kernels a traced graph holds */
+#endif
 
 struct vt_gpu {
     int device;
@@ -100,6 +132,15 @@ struct vt_gpu {
     uint8_t *grids_buf;
     vt_iq_grids grids;
     struct gpu_prof *prof;     /* VT_GPU_PROFILE=1: time per kernel (below); NULL: off */
+#ifdef VT_GPU_TRACE
+    const char *trace_name[TRACE_NAMES]; /* the kernels of the graph being captured, in order */
+    int trace_names;
+    double trace_us[TRACE_NAMES];         /* summed over replays: stamp i to stamp i + 1 */
+    const char *trace_of[TRACE_NAMES];
+    int trace_len, trace_steps, trace_skipped, trace_skipped_n; /* the stamps of the last skipped replay */
+    hipEvent_t trace_ev[2];               /* around each traced replay: the whole step, copies and all */
+    double trace_replay_us;
+#endif
 };
 
 static int fail(vt_error *err, hipError_t e, const char *what)
@@ -291,10 +332,21 @@ extern "C" void vt_gpu_profile_phase(vt_gpu *g, int decode_step)
         g->prof->phase_now = decode_step != 0;
 }
 
+#ifdef VT_GPU_TRACE
+#define TRACE_NAME(g, what)                                                                         \
+    do {                                                                                            \
+        if ((g)->capturing && (g)->trace_names < TRACE_NAMES)                                       \
+            (g)->trace_name[(g)->trace_names++] = (what);                                           \
+    } while (0)
+#else
+#define TRACE_NAME(g, what) ((void)0)
+#endif
+
 #define LAUNCHED(what)                                                                              \
     do {                                                                                            \
         g->launches += !g->capturing;                                                               \
         g->after_kernel = 1;                                                                        \
+        TRACE_NAME(g, what);                                                                        \
         TRY(hipGetLastError(), what);                                                               \
         prof_mark(g, what);                                                                         \
     } while (0)
@@ -337,6 +389,10 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     return g;
 }
 
+#ifdef VT_GPU_TRACE
+static void trace_report(vt_gpu *g);
+#endif
+
 extern "C" void vt_gpu_close(vt_gpu *g)
 {
     if (g && g->xq) {
@@ -347,6 +403,12 @@ extern "C" void vt_gpu_close(vt_gpu *g)
         return;
     if (hipSetDevice(g->device) == hipSuccess) {
         prof_close(g);
+#ifdef VT_GPU_TRACE
+        trace_report(g);
+        for (int i = 0; i < 2; i++)
+            if (g->trace_ev[i])
+                hipEventDestroy(g->trace_ev[i]);
+#endif
         hipStreamSynchronize(g->stream);
         hipFree(g->grids_buf);
         hipFree(g->att);
@@ -443,54 +505,15 @@ extern "C" int vt_gpu_to_device_async(vt_gpu *g, void *dst, const void *host, si
     return VT_OK;
 }
 
-#if defined(__HIP_PLATFORM_AMD__)
-/* Debian 12's HIP 5.2 runtime declares hipLaunchHostFunc but does not
- * export it: its stream callback instead, which a capture may refuse. */
-typedef struct host_call {
-    void (*fn)(void *);
-    void *arg;
-} host_call;
-
-static void host_call_trampoline(hipStream_t stream, hipError_t status, void *p)
-{
-    (void)stream;
-    (void)status;
-    host_call *c = (host_call *)p;
-    c->fn(c->arg);
-    free(c);
-}
-
-extern "C" int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err)
-{
-    host_call *c = (host_call *)malloc(sizeof *c);
-    if (!c)
-        return vt_error_set(err, VT_EINPUT, "gpu: out of memory");
-    *c = (host_call){ fn, arg };
-    hipError_t e = hipStreamAddCallback(g->stream, host_call_trampoline, c, 0);
-    if (e != hipSuccess) {
-        free(c);
-        return fail(err, e, "hipStreamAddCallback");
-    }
-    return VT_OK;
-}
-
-extern "C" int vt_gpu_host_calls_capture(void) { return 0; }
-#else
-extern "C" int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err)
-{
-    g->after_kernel = 0;
-    TRY(hipLaunchHostFunc(g->stream, (hipHostFn_t)fn, arg), "hipLaunchHostFunc");
-    return VT_OK;
-}
-
-extern "C" int vt_gpu_host_calls_capture(void) { return 1; }
-#endif
-
 /* ------------------------------------------------------------ graphs */
 
 struct vt_gpu_graph {
     hipGraphExec_t exec;
     uint64_t xq_generation;
+#ifdef VT_GPU_TRACE
+    const char *names[TRACE_NAMES]; /* its kernels in order (names are static strings) */
+    int n_names;
+#endif
 };
 
 extern "C" int vt_gpu_capture_begin(vt_gpu *g, vt_error *err)
@@ -498,6 +521,9 @@ extern "C" int vt_gpu_capture_begin(vt_gpu *g, vt_error *err)
     TRY(hipSetDevice(g->device), "hipSetDevice");
     /* Relaxed: the q8 products may still allocate their scratch. */
     g->after_kernel = 0;
+#ifdef VT_GPU_TRACE
+    g->trace_names = 0;
+#endif
     TRY(hipStreamBeginCapture(g->stream, hipStreamCaptureModeRelaxed), "hipStreamBeginCapture");
     g->capturing = 1;
     return VT_OK;
@@ -523,16 +549,98 @@ extern "C" int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_erro
         return rc;
     }
     x->xq_generation = g->xq_generation;
+#ifdef VT_GPU_TRACE
+    memcpy(x->names, g->trace_name, (size_t)g->trace_names * sizeof x->names[0]);
+    x->n_names = g->trace_names;
+#endif
     *out = x;
     return VT_OK;
 }
+
+#ifdef VT_GPU_TRACE
+/* One replay of x alone on the device (the stream drained before and
+ * after: the step's own timing is its kernels'), its stamps added to g's
+ * sums when there is one a kernel and x has the length of the replays
+ * summed so far (else counted as skipped). */
+static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
+{
+    static unsigned long long t[TRACE_CAP];
+    const unsigned zero = 0;
+    unsigned n = 0;
+    TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    TRY(hipMemcpyToSymbol(vt_trace_n, &zero, sizeof zero), "hipMemcpyToSymbol");
+    if (!g->trace_ev[0]) {
+        TRY(hipEventCreate(&g->trace_ev[0]), "hipEventCreate");
+        TRY(hipEventCreate(&g->trace_ev[1]), "hipEventCreate");
+    }
+    TRY(hipEventRecord(g->trace_ev[0], g->stream), "hipEventRecord");
+    TRY(hipGraphLaunch(x->exec, g->stream), "hipGraphLaunch");
+    TRY(hipEventRecord(g->trace_ev[1], g->stream), "hipEventRecord");
+    TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
+    float ms = 0.0f;
+    TRY(hipEventElapsedTime(&ms, g->trace_ev[0], g->trace_ev[1]), "hipEventElapsedTime");
+    TRY(hipMemcpyFromSymbol(&n, vt_trace_n, sizeof n), "hipMemcpyFromSymbol");
+    if (n != (unsigned)x->n_names || n < 2 || n > TRACE_CAP || (g->trace_len && g->trace_len != (int)n)) {
+        g->trace_skipped++;
+        g->trace_skipped_n = (int)n; /* a kernel that stamps twice, or returns before its wait, shows here */
+        return VT_OK;
+    }
+    TRY(hipMemcpyFromSymbol(t, vt_trace_t, (size_t)n * sizeof t[0]), "hipMemcpyFromSymbol");
+    g->trace_len = (int)n;
+    g->trace_replay_us += 1e3 * ms;
+    for (unsigned i = 0; i + 1 < n; i++) {
+        g->trace_us[i] += (double)(t[i + 1] - t[i]) * 1e-3;
+        g->trace_of[i] = x->names[i];
+    }
+    g->trace_steps++;
+    return VT_OK;
+}
+
+/* At close: each kernel's mean cost to the step, in step order, and the
+ * same summed by kernel name (stderr). */
+static void trace_report(vt_gpu *g)
+{
+    if (!g->trace_steps && !g->trace_skipped)
+        return;
+    double all = 0.0;
+    for (int i = 0; i + 1 < g->trace_len; i++)
+        all += g->trace_us[i];
+    const double k = g->trace_steps ? 1.0 / g->trace_steps : 0.0;
+    fprintf(stderr, "gpu trace: %d replays of %d kernels (%d skipped, the last with %d stamps): %.2f us a replay "
+            "(events around it), the first kernel's wait to the last one's %.2f; each kernel from its wait's return "
+            "to the next one's, mean us:\n", g->trace_steps, g->trace_len, g->trace_skipped, g->trace_skipped_n,
+            g->trace_replay_us * k, all * k);
+    for (int i = 0; i + 1 < g->trace_len; i++)
+        fprintf(stderr, "  %4d %-28s %9.2f\n", i, g->trace_of[i], g->trace_us[i] * k);
+    fprintf(stderr, "gpu trace by kernel name (the step's last kernel has no stamp after it: not counted): count a "
+            "step, us a step, us each\n");
+    for (int i = 0; i + 1 < g->trace_len; i++) {
+        int seen = 0, count = 0;
+        double sum = 0.0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(g->trace_of[j], g->trace_of[i]);
+        if (seen)
+            continue;
+        for (int j = i; j + 1 < g->trace_len; j++)
+            if (!strcmp(g->trace_of[j], g->trace_of[i])) {
+                count++;
+                sum += g->trace_us[j] * k;
+            }
+        fprintf(stderr, "  %-28s %5d %9.2f %8.2f\n", g->trace_of[i], count, sum, sum / count);
+    }
+}
+#endif
 
 extern "C" int vt_gpu_graph_launch(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
 {
     g->launches++;
     g->after_kernel = 0;
+#ifdef VT_GPU_TRACE
+    return trace_step(g, x, err);
+#else
     TRY(hipGraphLaunch(x->exec, g->stream), "hipGraphLaunch");
     return VT_OK;
+#endif
 }
 
 extern "C" int vt_gpu_graph_valid(const vt_gpu *g, const vt_gpu_graph *x)
@@ -2374,11 +2482,25 @@ __global__ static void k_split_qgate(const float *qfull, int64_t n_tok, int n_he
     }
 }
 
-__global__ static void k_mul(float *x, const float *y, int64_t n)
+/* qwen35.c's sigmoid and its delta-net gates, by the C library's expf and
+ * logf (engine_math.h's copies of them): sigmoid(x) = 1 / (1 + exp(-x)),
+ * softplus(x) = x above 20, else log(1 + exp(x)), the decay of a value head
+ * exp(softplus(alpha + dt_bias) * a). */
+__device__ static float sigmoid_libm(float x) { return 1.0f / (1.0f + vt_libm_expf(0.0f - x)); }
+
+__device__ static float decay_libm(float alpha, float dt_bias, float a)
+{
+    const float x = alpha + dt_bias;
+    const float softplus = x > 20.0f ? x : vt_libm_logf(1.0f + vt_libm_expf(x));
+    return vt_libm_expf(softplus * a);
+}
+
+/* The attention's output times sigmoid(gate). */
+__global__ static void k_mul_sigmoid(float *x, const float *gate, int64_t n)
 {
     GRID_ENTER();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        x[i] = x[i] * y[i];
+        x[i] = x[i] * sigmoid_libm(gate[i]);
 }
 
 /* vt_q35_conv1d: one thread per channel, its taps in order from 0. */
@@ -2445,8 +2567,8 @@ __global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, fl
 /* vt_q35_delta_rule: one block of 4 warps per value head, token after
  * token; the state (ggml's transposed S, d x d) in device memory. */
 __global__ static void k_delta_rule(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
-                                    int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
-                                    float *o, int64_t ldo)
+                                    int64_t n_k_heads, vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o,
+                                    int64_t ldo)
 {
     GRID_ENTER();
     extern __shared__ float delta[];
@@ -2457,7 +2579,8 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
     for (int64_t t = 0; t < n_tok; t++) {
         const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
         const float *v = conv + t * C + 2 * key_dim + h * d;
-        const float decay = decays[t * nv + h], b = beta[t * nv + h];
+        const float decay = decay_libm(gates.alpha[t * nv + h], gates.dt_bias[h], gates.a[h]);
+        const float b = sigmoid_libm(gates.beta[t * nv + h]);
         for (int64_t i = threadIdx.x; i < d * d; i += blockDim.x)
             s[i] *= decay;
         __syncthreads();
@@ -2488,7 +2611,7 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
 template <int E>
 __global__ static void __launch_bounds__(256)
     k_delta_rows(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim, int64_t n_k_heads,
-                 const float *decays, const float *beta, int64_t nv, int64_t n_tok, float *o, int64_t ldo)
+                 vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o, int64_t ldo)
 {
     GRID_ENTER();
     const int lane = threadIdx.x & 31;
@@ -2505,7 +2628,8 @@ __global__ static void __launch_bounds__(256)
     for (int64_t t = 0; t < n_tok; t++) {
         const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
         const float v = conv[t * C + 2 * key_dim + h * d + j];
-        const float decay = decays[t * nv + h], b = beta[t * nv + h];
+        const float decay = decay_libm(gates.alpha[t * nv + h], gates.dt_bias[h], gates.a[h]);
+        const float b = sigmoid_libm(gates.beta[t * nv + h]);
         float kk[E], qq[E];
 #pragma unroll
         for (int m = 0; m < E; m++) {
@@ -2923,11 +3047,12 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows);
 }
 
-/* The blocks of kernel k (k_mv1_*_warps) of threads threads with shm
- * bytes of shared memory resident on the device at once, into *blocks
- * (asked once for each kernel and size: a step launches several); k
- * allowed that shared memory. */
-static int warps_resident(vt_gpu *g, const void *k, int threads, size_t shm, unsigned *blocks, vt_error *err)
+/* The blocks to launch of kernel k (k_mv1_*_warps) of threads threads with
+ * shm bytes of shared memory, into *blocks: need, or as many as are
+ * resident on the device at once if fewer (asked once for each kernel and
+ * size: a step launches several); k allowed that shared memory. */
+static int warps_blocks(vt_gpu *g, const void *k, int threads, size_t shm, int64_t need, unsigned *blocks,
+                        vt_error *err)
 {
     int rc = shm_allow(g, k, shm, err);
     if (rc)
@@ -2947,7 +3072,7 @@ static int warps_resident(vt_gpu *g, const void *k, int threads, size_t shm, uns
         g->resident[i].shm = shm;
         g->resident[i].blocks = (unsigned)(per_sm < 1 ? 1 : per_sm) * (unsigned)g->sms;
     }
-    *blocks = g->resident[i].blocks;
+    *blocks = need < (int64_t)g->resident[i].blocks ? (unsigned)need : g->resident[i].blocks;
     return VT_OK;
 }
 
@@ -2966,12 +3091,11 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
     if (w->type == VT_TYPE_Q4_K && !pair && rows > 65536 && parts.n == 1 && nb >= 1 && nb <= 32 &&
         (nb & (nb - 1)) == 0) {
         const size_t shm = mv1w_q4_k_shm(nb);
-        unsigned resident = 0;
-        if ((*rc = warps_resident(g, (const void *)k_mv1_q4_k_warps, MV1_THREADS, shm, &resident, err)))
-            return 1;
         const int64_t per = 32 / nb; /* rows a group */
-        const int64_t need = (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS);
-        const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
+        unsigned blocks = 0;
+        if ((*rc = warps_blocks(g, (const void *)k_mv1_q4_k_warps, MV1_THREADS, shm,
+                                (rows + per * MV1W_WARPS - 1) / (per * MV1W_WARPS), &blocks, err)))
+            return 1;
         *rc = launch_early(g, 1, k_mv1_q4_k_warps, blocks, MV1_THREADS, shm, "k_mv1_q4_k_warps", err, parts.data[0],
                            w->row_bytes, nb, x, rows, parts.y[0]);
         return 1;
@@ -2992,11 +3116,10 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
     const int64_t groups = pair ? parts.rows[0] / 2 : rows / MV1W_ROWS;
     if (!k || shm > 160 * 1024 || !groups)
         return 0;
-    unsigned resident = 0;
-    if ((*rc = warps_resident(g, (const void *)k, MV1_THREADS, shm, &resident, err)))
+    unsigned blocks = 0;
+    if ((*rc = warps_blocks(g, (const void *)k, MV1_THREADS, shm, (groups + MV1W_WARPS - 1) / MV1W_WARPS, &blocks,
+                            err)))
         return 1;
-    const int64_t need = (groups + MV1W_WARPS - 1) / MV1W_WARPS;
-    const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
     *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, pair ? "k_mv1_q8_0_swiglu" : "k_mv1_q8_0_warps", err,
                        parts, w->row_bytes, nb, x, groups);
     return 1;
@@ -3066,11 +3189,9 @@ static int bf16_warps(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     while (wpb > 1 && (groups + wpb - 1) / wpb < 2 * (int64_t)g->sms)
         wpb /= 2;
     const size_t shm = (size_t)wpb * (size_t)R * w->row_bytes;
-    unsigned resident = 0;
-    if ((*rc = warps_resident(g, (const void *)k, 32 * wpb, shm, &resident, err)))
+    unsigned blocks = 0;
+    if ((*rc = warps_blocks(g, (const void *)k, 32 * wpb, shm, (groups + wpb - 1) / wpb, &blocks, err)))
         return 1;
-    const int64_t need = (groups + wpb - 1) / wpb;
-    const unsigned blocks = need < (int64_t)resident ? (unsigned)need : resident;
     *rc = launch_early(g, 1, k, blocks, 32 * wpb, shm, pair ? "k_mv1_bf16_swiglu" : "k_mv1_bf16_warps", err, parts,
                        x, act, groups);
     return 1;
@@ -3323,9 +3444,9 @@ extern "C" int vt_gpu_split_qgate(vt_gpu *g, const float *qfull, int64_t n_tok, 
                         n_tok, n_head, hd, q, gate);
 }
 
-extern "C" int vt_gpu_mul(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
+extern "C" int vt_gpu_mul_sigmoid(vt_gpu *g, float *x, const float *gate, int64_t n, vt_error *err)
 {
-    return launch_early(g, 0, k_mul, grid_for(n, 256), 256, 0, "k_mul", err, x, y, n);
+    return launch_early(g, 0, k_mul_sigmoid, grid_for(n, 256), 256, 0, "k_mul_sigmoid", err, x, gate, n);
 }
 
 extern "C" int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_tok, const float *w, int K,
@@ -3354,21 +3475,21 @@ extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int
 }
 
 extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
-                                 int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok,
-                                 float *o, int64_t ldo, vt_error *err)
+                                 int64_t n_k_heads, vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o,
+                                 int64_t ldo, vt_error *err)
 {
-    void (*rows)(float *, int64_t, const float *, int64_t, int64_t, int64_t, const float *, const float *, int64_t,
-                 int64_t, float *, int64_t) = d == 64    ? k_delta_rows<2>
+    void (*rows)(float *, int64_t, const float *, int64_t, int64_t, int64_t, vt_gpu_delta_gates, int64_t, int64_t,
+                 float *, int64_t) = d == 64    ? k_delta_rows<2>
                                               : d == 128 ? k_delta_rows<4>
                                               : d == 192 ? k_delta_rows<6>
                                               : d == 256 ? k_delta_rows<8>
                                                          : NULL;
     if (rows) { /* a warp per row, 8 a block */
         return launch_early(g, 0, rows, (unsigned)((nv * d + 7) / 8), 256, 0, "k_delta_rows", err, states, d, conv, C,
-                            key_dim, n_k_heads, decays, beta, nv, n_tok, o, ldo);
+                            key_dim, n_k_heads, gates, nv, n_tok, o, ldo);
     }
     return launch_early(g, 0, k_delta_rule, (unsigned)nv, 128, (size_t)d * sizeof(float), "k_delta_rule", err, states,
-                        d, conv, C, key_dim, n_k_heads, decays, beta, nv, n_tok, o, ldo);
+                        d, conv, C, key_dim, n_k_heads, gates, nv, n_tok, o, ldo);
 }
 
 extern "C" int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, int64_t n_vec, int64_t d, float eps,

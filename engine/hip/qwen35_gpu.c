@@ -15,11 +15,9 @@
  * loaded (qwen35_model.h) are copied in their codecs. RoPE angles are the
  * CPU's (vt_q35_rope_angles). Both matmul modes, as qwen3_gpu.c. Every operation is
  * the CPU's order (ops.hip); the few values qwen35.c takes from the C
- * library's expf and logf (beta, the decay, the attention gate's sigmoid:
- * n_v_heads and n_head * head_dim per token) are computed on the host by the
- * same functions, in stream order: a copy to page-locked memory, a host
- * call, a copy back, all queued (and so captured into production mode's
- * decode graph with the kernels). */
+ * library's expf and logf (beta, the decay, the attention gate's sigmoid)
+ * the kernels compute by engine_math.h's copies of those functions, so no
+ * step waits on the host. */
 #include "gpu_weights.h"
 #include "vt_gpu.h"
 
@@ -39,7 +37,7 @@ typedef struct gpu_layer {
     float *q_norm, *k_norm;
     vt_gpu_mat wqkv, wz, wbeta, walpha, ssm_out;
     float *conv, *ssm_norm;
-    const float *dt_bias, *ssm_a; /* host: the gates are computed there */
+    float *dt_bias, *ssm_a;
     vt_gpu_mat gate, up, down;
 } gpu_layer;
 
@@ -55,24 +53,13 @@ struct vt_gpu_qwen35 {
     vt_gpu_kv kv;
     float *conv_state, *delta_state; /* device, F32 */
     size_t conv_state_bytes, delta_state_bytes;
-    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *gg, *o, *ffg, *ffu,
+    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *alpha, *o, *ffg, *ffu,
         *logits;
-    vt_gpu_step step;                         /* ids, position, angles */
-    float *beta_host, *g_host, *gate_host;    /* page-locked: host sides of the libm steps */
-    float *decay; /* device: exp of the log decay, per token and value head */
-    struct host_step *host_steps;             /* per layer: eager's, then the graph's */
+    vt_gpu_step step; /* ids, position, angles */
     int production;
     vt_gpu_graph *decode;
     vt_gpu_store store; /* every device and page-locked allocation */
 };
-
-/* The arguments of one layer's host call (they must outlive the queue, and
- * the graph's replays: eager and captured steps have their own). */
-typedef struct host_step {
-    vt_gpu_qwen35 *m;
-    const gpu_layer *L;
-    int64_t n_tok;
-} host_step;
 
 static int load(vt_gpu_qwen35 *m, vt_error *err)
 {
@@ -92,8 +79,6 @@ static int load(vt_gpu_qwen35 *m, vt_error *err)
         const vt_q35_layer *S = &c->layers[l];
         gpu_layer *L = &m->layers[l];
         L->recurrent = S->recurrent;
-        L->dt_bias = S->dt_bias;
-        L->ssm_a = S->ssm_a;
         L->slot = S->slot;
         if ((rc = vt_gpu_store_vec(&m->store, S->attn_norm, E, &L->attn_norm, err)) ||
             (rc = vt_gpu_store_vec(&m->store, S->post_norm, E, &L->post_norm, err)) || (rc = vt_gpu_store_mat(&m->store, &S->gate, &L->gate, err)) ||
@@ -104,7 +89,9 @@ static int load(vt_gpu_qwen35 *m, vt_error *err)
                 (rc = vt_gpu_store_mat(&m->store, &S->wbeta, &L->wbeta, err)) || (rc = vt_gpu_store_mat(&m->store, &S->walpha, &L->walpha, err)) ||
                 (rc = vt_gpu_store_mat(&m->store, &S->ssm_out, &L->ssm_out, err)) ||
                 (rc = vt_gpu_store_vec(&m->store, S->conv, m->conv_dim * hp->d_conv, &L->conv, err)) ||
-                (rc = vt_gpu_store_vec(&m->store, S->ssm_norm, d, &L->ssm_norm, err)))
+                (rc = vt_gpu_store_vec(&m->store, S->ssm_norm, d, &L->ssm_norm, err)) ||
+                (rc = vt_gpu_store_vec(&m->store, S->dt_bias, hp->n_v_heads, &L->dt_bias, err)) ||
+                (rc = vt_gpu_store_vec(&m->store, S->ssm_a, hp->n_v_heads, &L->ssm_a, err)))
                 return rc;
         } else if ((rc = vt_gpu_store_mat(&m->store, &S->wq, &L->wq, err)) || (rc = vt_gpu_store_mat(&m->store, &S->wk, &L->wk, err)) ||
                    (rc = vt_gpu_store_mat(&m->store, &S->wv, &L->wv, err)) || (rc = vt_gpu_store_mat(&m->store, &S->wo, &L->wo, err)) ||
@@ -124,7 +111,7 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     const size_t C = (size_t)m->conv_dim, V = (size_t)m->value_dim, nv = (size_t)hp->n_v_heads;
     const size_t d = (size_t)hp->d_state, nrec = (size_t)hp->n_recurrent;
     float **bufs[] = { &m->x,  &m->xn,   &m->proj, &m->qfull, &m->q,    &m->qgate, &m->kb,  &m->vb,  &m->att,
-                       &m->qkv, &m->conv, &m->z,    &m->beta,  &m->gg,   &m->o,     &m->ffg, &m->ffu };
+                       &m->qkv, &m->conv, &m->z,    &m->beta,  &m->alpha,   &m->o,     &m->ffg, &m->ffu };
     const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
@@ -146,13 +133,6 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     if (!(m->conv_state = vt_gpu_store_alloc(&m->store, m->conv_state_bytes, err)) ||
         !(m->delta_state = vt_gpu_store_alloc(&m->store, m->delta_state_bytes, err)))
         return err->code;
-    if (!(m->beta_host = vt_gpu_store_host(&m->store, B * nv * sizeof(float), err)) ||
-        !(m->g_host = vt_gpu_store_host(&m->store, B * nv * sizeof(float), err)) ||
-        !(m->gate_host = vt_gpu_store_host(&m->store, B * qd * sizeof(float), err)) ||
-        !(m->decay = vt_gpu_store_alloc(&m->store, B * nv * sizeof(float), err)))
-        return err->code;
-    if (!(m->host_steps = calloc(2 * (size_t)hp->n_layer, sizeof *m->host_steps)))
-        return vt_error_set(err, VT_EINPUT, "gpu qwen35: out of memory");
     const int32_t n_attn = hp->n_layer - hp->n_recurrent;
     const size_t elem = vt_cache_elem_bytes(dtype);
     const size_t cells = (size_t)n_attn * (size_t)m->n_ctx * kvd + 1;
@@ -219,7 +199,6 @@ void vt_gpu_qwen35_close(vt_gpu_qwen35 *m)
         vt_gpu_close(m->g);
     }
     free(m->layers);
-    free(m->host_steps);
     vt_qwen35_close(m->cpu);
     free(m);
 }
@@ -249,32 +228,8 @@ void vt_gpu_qwen35_resolved(const vt_gpu_qwen35 *m, vt_runner_settings *out)
     if ((rc = (call)))                                                                              \
         return rc;
 
-/* beta = sigmoid(beta), decay = exp(softplus(alpha + dt_bias) * a): the
- * host's part of a delta-net layer (qwen35.c's functions), in place. */
-static void delta_gates_on_host(void *arg)
-{
-    const host_step *h = arg;
-    const vt_gpu_qwen35 *m = h->m;
-    const int64_t nv = m->hp.n_v_heads;
-    for (int64_t t = 0; t < h->n_tok; t++)
-        for (int64_t k = 0; k < nv; k++) {
-            float *b = m->beta_host + t * nv + k, *lg = m->g_host + t * nv + k;
-            *b = vt_sigmoid(*b);
-            *lg = expf(vt_q35_softplus(*lg + h->L->dt_bias[k]) * h->L->ssm_a[k]);
-        }
-}
-
-/* The attention gate's sigmoid, in place. */
-static void attention_gate_on_host(void *arg)
-{
-    const host_step *h = arg;
-    const int64_t n = h->n_tok * (int64_t)h->m->hp.n_head * h->m->hp.head_dim;
-    for (int64_t i = 0; i < n; i++)
-        h->m->gate_host[i] = vt_sigmoid(h->m->gate_host[i]);
-}
-
 /* xn -> proj through the gated delta net of layer L. */
-static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, host_step *hs, vt_error *err)
+static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -285,26 +240,19 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     int rc;
     /* a. Projections. */
     const vt_gpu_mat *qz[2] = { &L->wqkv, &L->wz }, *ba[2] = { &L->wbeta, &L->walpha };
-    float *const qz_out[2] = { m->qkv, m->z }, *const ba_out[2] = { m->beta, m->gg };
+    float *const qz_out[2] = { m->qkv, m->z }, *const ba_out[2] = { m->beta, m->alpha };
     const int64_t qz_ld[2] = { C, V }, ba_ld[2] = { nv, nv };
     STEP(vt_gpu_matmul_group(g, qz, 2, m->xn, n_tok, qz_out, qz_ld, err))
     STEP(vt_gpu_matmul_group(g, ba, 2, m->xn, n_tok, ba_out, ba_ld, err))
     /* b. Causal conv1d, then SiLU per token row. */
     STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
     STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
-    /* c. L2 norm of every Q and K head; beta = sigmoid(beta) and the decay
-     *    exp(softplus(alpha + dt_bias) * a), on the host with qwen35.c's
-     *    functions (the C library's expf and logf). */
+    /* c. L2 norm of every Q and K head. */
     STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, (int)(2 * m->key_dim / d), d, hp->rms_eps, err))
-    *hs = (host_step){ .m = m, .L = L, .n_tok = n_tok };
-    STEP(vt_gpu_to_host_async(g, m->beta_host, m->beta, (size_t)(n_tok * nv) * sizeof(float), err))
-    STEP(vt_gpu_to_host_async(g, m->g_host, m->gg, (size_t)(n_tok * nv) * sizeof(float), err))
-    STEP(vt_gpu_host_call(g, delta_gates_on_host, hs, err))
-    STEP(vt_gpu_to_device_async(g, m->beta, m->beta_host, (size_t)(n_tok * nv) * sizeof(float), err))
-    STEP(vt_gpu_to_device_async(g, m->decay, m->g_host, (size_t)(n_tok * nv) * sizeof(float), err))
-    /* d. The gated delta rule. */
-    STEP(vt_gpu_delta_rule(g, dstate, d, m->conv, C, m->key_dim, hp->n_k_heads, m->decay, m->beta, nv, n_tok, m->o,
-                           V, err))
+    /* d. The gated delta rule, its gates (beta = sigmoid(beta), the decay
+     *    exp(softplus(alpha + dt_bias) * a)) computed where they are used. */
+    const vt_gpu_delta_gates gates = { .beta = m->beta, .alpha = m->alpha, .dt_bias = L->dt_bias, .a = L->ssm_a };
+    STEP(vt_gpu_delta_rule(g, dstate, d, m->conv, C, m->key_dim, hp->n_k_heads, gates, nv, n_tok, m->o, V, err))
     /* e. Gated RMSNorm per head; f. output projection. */
     STEP(vt_gpu_gated_norm(g, m->o, m->z, L->ssm_norm, n_tok * V / d, d, hp->rms_eps, err))
     STEP(vt_gpu_matmul(g, &L->ssm_out, m->o, n_tok, m->proj, E, err))
@@ -312,8 +260,7 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
 }
 
 /* xn -> proj through the gated attention of layer L. */
-static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, int32_t keys_max, host_step *hs,
-                           vt_error *err)
+static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, int32_t keys_max, vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -329,26 +276,18 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
                                    hp->n_rot, err))
     STEP(vt_gpu_attention(g, &m->kv, L->slot, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
                           err))
-    /* times sigmoid(gate), the sigmoid on the host (the C library's expf) */
-    *hs = (host_step){ .m = m, .L = L, .n_tok = n_tok };
-    STEP(vt_gpu_to_host_async(g, m->gate_host, m->qgate, (size_t)(n_tok * qd) * sizeof(float), err))
-    STEP(vt_gpu_host_call(g, attention_gate_on_host, hs, err))
-    STEP(vt_gpu_to_device_async(g, m->qgate, m->gate_host, (size_t)(n_tok * qd) * sizeof(float), err))
-    STEP(vt_gpu_mul(g, m->att, m->qgate, n_tok * qd, err))
+    STEP(vt_gpu_mul_sigmoid(g, m->att, m->qgate, n_tok * qd, err))
     STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
     return VT_OK;
 }
 
-/* The kernels and host calls of one batch (its inputs in m->step); the
- * logits of rows [out0, out0 + n_out) into m->logits (gpu_weights.h's
- * vt_gpu_enqueue_fn). A captured step's host calls read their own
- * arguments (the second half of m->host_steps): the graph keeps their
- * addresses while eager batches rewrite the first half. */
+/* The kernels of one batch (its inputs in m->step); the logits of rows
+ * [out0, out0 + n_out) into m->logits (gpu_weights.h's vt_gpu_enqueue_fn). */
 static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out, int32_t keys_max, int captured,
                          vt_error *err)
 {
     vt_gpu_qwen35 *m = model;
-    host_step *hs = m->host_steps + (captured ? m->hp.n_layer : 0);
+    (void)captured; /* the same kernels either way */
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, V = hp->n_vocab;
@@ -360,8 +299,7 @@ static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out
         const gpu_layer *L = &m->layers[l];
         /* 2. Token mixing on the RMSNormed stream; residual add and the
          *    post-attention RMSNorm (one launch). */
-        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, &hs[l], err)
-                          : attention_mixer(m, L, n_tok, keys_max, &hs[l], err))
+        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, err) : attention_mixer(m, L, n_tok, keys_max, err))
         STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->post_norm, n_tok, E, hp->rms_eps, err))
         /* 3. Feed-forward (gate, up and SwiGLU one launch for one token);
          *    residual add and the next layer's RMSNorm. */
@@ -402,15 +340,11 @@ static int forward_batch(vt_gpu_qwen35 *m, const int32_t *tokens, int64_t n_tok,
         vt_q35_rope_angles(rope + t * nr, pos, hp->rope_sections, nr, hp->rope_base);
     }
     vt_gpu_profile_phase(g, n_tok == 1);
-    const int as_graph = m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX &&
-                         vt_gpu_host_calls_capture();
+    const int as_graph = m->production && n_tok == 1 && n_out == 1 && m->n_ctx <= VT_GPU_GRAPH_MAX_CTX;
     int rc = vt_gpu_step_run(g, &m->step, &m->decode, as_graph, m->n_past, n_tok, out0, n_out, m->n_ctx, m->logits,
                              enqueue_batch, m, err);
-    if (rc) {
-        vt_error ignored;
-        vt_gpu_wait(g, &ignored); /* the queued host calls read m: let them finish */
+    if (rc)
         return rc;
-    }
     m->n_past += (int32_t)n_tok;
     if (n_out <= 0)
         return vt_gpu_wait(g, err);

@@ -96,12 +96,6 @@ void vt_gpu_host_free(vt_gpu *g, void *p);
  * until vt_gpu_wait (or a later waiting copy) returns. */
 int vt_gpu_to_host_async(vt_gpu *g, void *host, const void *src, size_t bytes, vt_error *err);
 int vt_gpu_to_device_async(vt_gpu *g, void *dst, const void *host, size_t bytes, vt_error *err);
-/* fn(arg) on the host, in stream order (the CPU's math on values the GPU
- * made, between two kernels). */
-int vt_gpu_host_call(vt_gpu *g, void (*fn)(void *), void *arg, vt_error *err);
-/* Whether a graph capture records host calls (else a step with them runs
- * eagerly): yes through hipLaunchHostFunc (CUDA, newer HIP). */
-int vt_gpu_host_calls_capture(void);
 /* Scratch of the q8 products made ready for bytes, so that no later
  * product (one captured into a graph among them) allocates. */
 int vt_gpu_reserve(vt_gpu *g, size_t bytes, vt_error *err);
@@ -208,20 +202,27 @@ int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_gpu_mat *wu,
                           float *gate, float *up, vt_error *err);
 
 /* qwen35's pieces, in qwen35.c's order. Where qwen35.c calls the C
- * library's expf or logf (sigmoid, softplus, the decay), the caller computes
- * those values on the host with the same functions (the device's exp is
- * another function: glibc's expf is not always the correctly rounded value);
- * rows for SiLU must be a multiple of 16 (ggml's vectorised part). */
+ * library's expf or logf (the attention gate's sigmoid; beta = sigmoid(beta)
+ * and the decay exp(softplus(alpha + dt_bias) * a) of the delta rule), the
+ * kernels call engine_math.h's copies of them (the device's own exp is
+ * another function); rows for SiLU must be a multiple of 16 (ggml's
+ * vectorised part). */
 int vt_gpu_split_qgate(vt_gpu *g, const float *qfull, int64_t n_tok, int n_head, int64_t hd, float *q, float *gate,
                        vt_error *err);
-int vt_gpu_mul(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err); /* x *= y */
+int vt_gpu_mul_sigmoid(vt_gpu *g, float *x, const float *gate, int64_t n, vt_error *err); /* x *= sigmoid(gate) */
 int vt_gpu_conv1d(vt_gpu *g, const float *x, int64_t ldx, int64_t n_tok, const float *w, int K, float *state,
                   int64_t C, float *y, int64_t ldy, vt_error *err);
 int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt_error *err);
 int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps, vt_error *err);
+/* The delta rule's inputs for its gates, per token and value head: the beta
+ * and alpha projections (device, n_tok x nv), and per value head dt_bias and
+ * a (device, nv). */
+typedef struct vt_gpu_delta_gates {
+    const float *beta, *alpha, *dt_bias, *a;
+} vt_gpu_delta_gates;
 int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
-                      int64_t n_k_heads, const float *decays, const float *beta, int64_t nv, int64_t n_tok, float *o,
-                      int64_t ldo, vt_error *err);
+                      int64_t n_k_heads, vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o, int64_t ldo,
+                      vt_error *err);
 int vt_gpu_gated_norm(vt_gpu *g, float *o, float *z, const float *w, int64_t n_vec, int64_t d, float eps,
                       vt_error *err);
 int vt_gpu_zero(vt_gpu *g, void *p, size_t bytes, vt_error *err);

@@ -23,6 +23,21 @@
 #include <unistd.h>
 
 /* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
+/* A float's bits and back (bit-identity checks). */
+static inline uint32_t vt_test_bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float vt_test_float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 static inline char *vt_test_slurp(const char *path, size_t *len)
 {
     if (len)
