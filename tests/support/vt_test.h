@@ -22,7 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
 /* A float's bits and back (bit-identity checks). */
 static inline uint32_t vt_test_bits_of(float f)
 {
@@ -38,6 +37,7 @@ static inline float vt_test_float_of(uint32_t u)
     return f;
 }
 
+/* The whole file, NUL-terminated (len: its size), or NULL if unreadable. */
 static inline char *vt_test_slurp(const char *path, size_t *len)
 {
     if (len)
