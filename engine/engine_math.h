@@ -119,12 +119,6 @@ VT_HD int mean_of_any_order_sum(double t, int64_t n, float *mean)
  * fused below. Measured on Debian 12's glibc 2.36 over all 2^32 floats:
  * these give its bits for every input (without the two fused steps of the
  * reduction, two inputs differ: tests/test_qwen35.c keeps them). */
-VT_HD double vt_bits_to_double(uint64_t u)
-{
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
 
 /* exp(x) = 2^(n/32) * exp(r ln2 / 32), n = round(32 x / ln 2): the table
  * holds 2^(i/32) for i = n mod 32 and n div 32 goes into its exponent; a
@@ -164,7 +158,9 @@ VT_HD float vt_libm_expf(float x)
     uint64_t bits;
     const double t = two_to_i_32[n & 31];
     memcpy(&bits, &t, 8);
-    const double s = vt_bits_to_double(bits + ((uint64_t)(n >> 5) << 52)); /* n div 32 into the exponent */
+    bits += (uint64_t)(n >> 5) << 52; /* n div 32 into the exponent */
+    double s;
+    memcpy(&s, &bits, 8);
     const double y = fma(fma(c3, r, c2), r * r, fma(c1, r, 1.0));
     return (float)(y * s);
 }

@@ -114,6 +114,8 @@ struct vt_gpu {
     int head_warps;            /* one-token products a warp at a time: the Q8_0, Q4_K heads, Q8_0's gate|up, every BF16
                                   one (mv1_warps, bf16_warps; VT_GPU_HEAD_WARPS=0: k_mv1_*, k_matvec as before) */
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
+    int add_norm;              /* a one-token Q8_0 product takes the residual add and RMSNorm before it into its
+                                  launch (vt_gpu_add_norm_*; VT_GPU_ADD_NORM=0: k_add_rmsnorm_regs first) */
     int sms;                   /* the device's multiprocessors */
     struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
         const void *fn;
@@ -373,6 +375,8 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     g->head_warps = !(hw && !strcmp(hw, "0"));
     const char *ps = getenv("VT_GPU_PAIR_SWIGLU");
     g->pair_swiglu = !(ps && !strcmp(ps, "0"));
+    const char *an = getenv("VT_GPU_ADD_NORM");
+    g->add_norm = !(an && !strcmp(an, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
@@ -953,9 +957,10 @@ __device__ static inline void copy_words(W *__restrict__ dst, const W *__restric
     }
 }
 
-#define MATVEC_MAX_PARTS 3
-/* Up to three matrices of one codec and width over the same input (Q, K, V;
- * gate, up), their rows taken one after another by one launch. */
+#define MATVEC_MAX_PARTS 4
+/* Up to four matrices of one codec and width over the same input (Q, K, V;
+ * gate, up; qwen35's Q|K|V, z, beta, alpha), their rows taken one after
+ * another by one launch. */
 typedef struct mv_parts {
     const uint8_t *data[MATVEC_MAX_PARTS];
     int64_t rows[MATVEC_MAX_PARTS];
@@ -1435,9 +1440,32 @@ __device__ static inline void mv1_copy_rows(const mv_parts &parts, size_t row_by
     }
 }
 
+/* Elements 8q .. 8q + 7 of the activation's block b (v) into xq and, by
+ * q 0, the block's scale into xd (warp_q8_0_block's arithmetic): four
+ * adjacent lanes 4b + q take a block; every lane calls it (ok: v is real). */
+__device__ static inline void q8_0_quantize8(const float *v, bool ok, int64_t b, int q, int8_t *xq, float *xd)
+{
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        amax = fmaxf(amax, fabsf(v[k]));
+    amax = fmaxf(amax, SHFL_XOR(amax, 1, 32));
+    amax = fmaxf(amax, SHFL_XOR(amax, 2, 32));
+    if (ok) {
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        uint32_t w[2] = { 0, 0 };
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            w[k >> 2] |= (uint32_t)(uint8_t)(int8_t)nearbyintf(v[k] * id) << (8 * (k & 3));
+        *(uint2 *)(xq + b * 32 + 8 * q) = make_uint2(w[0], w[1]);
+        if (q == 0)
+            xd[b] = vt_half_bits_to_f32(vt_f32_to_f16_bits(amax / 127.0f));
+    }
+}
+
 /* Step 2 of the Q8_0 products: the activation x (nb blocks of 32) quantized
  * once into xq and its scales xd, thread 4b + q taking elements 8q .. 8q + 7
- * of block b (warp_q8_0_block's arithmetic). */
+ * of block b. */
 __device__ static inline void mv1_quantize_q8_0(const float *x, int64_t nb, int8_t *xq, float *xd)
 {
     const int tid = threadIdx.x;
@@ -1451,23 +1479,53 @@ __device__ static inline void mv1_quantize_q8_0(const float *x, int64_t nb, int8
             c = ((const float4 *)(x + b * 32 + 8 * q))[1];
         }
         const float v[8] = { a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w };
-        float amax = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            amax = fmaxf(amax, fabsf(v[k]));
-        amax = fmaxf(amax, SHFL_XOR(amax, 1, 32));
-        amax = fmaxf(amax, SHFL_XOR(amax, 2, 32));
-        if (ok) {
-            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            uint32_t w[2] = { 0, 0 };
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                w[k >> 2] |= (uint32_t)(uint8_t)(int8_t)nearbyintf(v[k] * id) << (8 * (k & 3));
-            *(uint2 *)(xq + b * 32 + 8 * q) = make_uint2(w[0], w[1]);
-            if (q == 0)
-                xd[b] = vt_half_bits_to_f32(vt_f32_to_f16_bits(amax / 127.0f));
+        q8_0_quantize8(v, ok, b, q, xq, xd);
+    }
+}
+
+/* Step 2 with the residual add and RMSNorm before the product (NORM
+ * kernels; vt_gpu_add_norm, nb * 32 <= 8 * MV1_THREADS): every block works
+ * out the whole input itself, thread t elements 8t .. 8t + 7: v = x + y,
+ * the squares into sq (nb * 32 floats of shared memory), their mean by
+ * mean_square_as_serial, v * scale * w quantized as above; the first
+ * block stores v into x_out, which no block reads. k_add_rmsnorm_regs's
+ * operations on each element and its mean's bits, so the same input bits
+ * as that launch followed by the product. wv: the thread's eight weights,
+ * loaded before the wait by mv1_norm_weights. */
+__device__ static inline void mv1_norm_weights(const vt_gpu_add_norm &an, int64_t nb, float4 *wv)
+{
+    const int64_t t = threadIdx.x;
+    wv[0] = wv[1] = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    if (t < nb * 4 && an.w) {
+        wv[0] = ((const float4 *)an.w)[2 * t];
+        wv[1] = ((const float4 *)an.w)[2 * t + 1];
+    }
+}
+
+__device__ static inline void mv1_add_norm_quantize_q8_0(const vt_gpu_add_norm &an, int64_t nb, const float4 *wv,
+                                                         float *sq, int8_t *xq, float *xd)
+{
+    const int t = threadIdx.x;
+    const bool ok = t < nb * 4;
+    float4 v0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v1 = v0;
+    if (ok) {
+        const float4 a0 = ((const float4 *)an.x)[2 * t], a1 = ((const float4 *)an.x)[2 * t + 1];
+        const float4 b0 = ((const float4 *)an.y)[2 * t], b1 = ((const float4 *)an.y)[2 * t + 1];
+        v0 = make_float4(a0.x + b0.x, a0.y + b0.y, a0.z + b0.z, a0.w + b0.w);
+        v1 = make_float4(a1.x + b1.x, a1.y + b1.y, a1.z + b1.z, a1.w + b1.w);
+        ((float4 *)sq)[2 * t] = make_float4(v0.x * v0.x, v0.y * v0.y, v0.z * v0.z, v0.w * v0.w);
+        ((float4 *)sq)[2 * t + 1] = make_float4(v1.x * v1.x, v1.y * v1.y, v1.z * v1.z, v1.w * v1.w);
+        if (blockIdx.x == 0) {
+            ((float4 *)an.x_out)[2 * t] = v0;
+            ((float4 *)an.x_out)[2 * t + 1] = v1;
         }
     }
+    __syncthreads();
+    const float mean = mean_square_as_serial(sq, nb * 32);
+    const float s = 1.0f / sqrtf(mean + an.eps); /* every thread: the same operation, the same bits */
+    const float xn[8] = { v0.x * s * wv[0].x, v0.y * s * wv[0].y, v0.z * s * wv[0].z, v0.w * s * wv[0].w,
+                          v1.x * s * wv[1].x, v1.y * s * wv[1].y, v1.z * s * wv[1].z, v1.w * s * wv[1].w };
+    q8_0_quantize8(xn, ok, t >> 2, t & 3, xq, xd);
 }
 
 /* Step 3: the integer sums and the scale products of R rows; thread
@@ -1543,13 +1601,14 @@ __device__ static inline void mv1_pair_swiglu(const mv_parts &parts, const float
  * instantiation measured slower: docs/bench-gpu.txt 2026-12-06 04:11). */
 enum { MV1_PLAIN, MV1_SWIGLU };
 
-template <int R, int EPI>
+template <int R, int EPI, int NORM>
 __global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, vt_gpu_add_norm an)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
-    uint8_t *rows = (uint8_t *)mv1_words;
+    float *sq = (float *)mv1_words; /* NORM: the squares first, nb * 32 floats */
+    uint8_t *rows = (uint8_t *)mv1_words + (NORM ? (size_t)nb * 32 * sizeof(float) : 0);
     int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
     int *ss = (int *)(xq + nb * 32);
     float *xd = (float *)(ss + (int64_t)R * nb * 8);
@@ -1557,8 +1616,14 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     const int64_t row0 = (int64_t)blockIdx.x * R;
 
     mv1_copy_rows<R, EPI == MV1_SWIGLU>(parts, row_bytes, row0, total_rows, rows);
-    GRID_WAIT(); /* x is the kernel ahead's output */
-    mv1_quantize_q8_0(x, nb, xq, xd);
+    float4 wv[2];
+    if (NORM)
+        mv1_norm_weights(an, nb, wv);
+    GRID_WAIT(); /* x (NORM: an's x and y) is the kernels ahead's output */
+    if (NORM)
+        mv1_add_norm_quantize_q8_0(an, nb, wv, sq, xq, xd);
+    else
+        mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
     mv1_sums_q8_0<R>(rows, row_bytes, nb, xq, xd, ss, sd);
     __syncthreads();
@@ -1639,16 +1704,18 @@ __device__ static inline void mv1w_q8_0_fetch(uint4 *v, const mv_parts &parts, i
     }
 }
 
-template <int WORDS, int PAIR>
+template <int WORDS, int PAIR, int NORM>
 __global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q8_0_warps(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t groups)
+k_mv1_q8_0_warps(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t groups, vt_gpu_add_norm an)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = lane >> 3, m = lane & 7;
     const size_t span = (size_t)MV1W_ROWS * row_bytes;
-    uint8_t *rows = (uint8_t *)mv1_words + (size_t)warp * span;
-    int8_t *xq = (int8_t *)((uint8_t *)mv1_words + (size_t)MV1W_WARPS * span);
+    float *sq = (float *)mv1_words; /* NORM: the squares first, nb * 32 floats */
+    uint8_t *words = (uint8_t *)mv1_words + (NORM ? (size_t)nb * 32 * sizeof(float) : 0);
+    uint8_t *rows = words + (size_t)warp * span;
+    int8_t *xq = (int8_t *)(words + (size_t)MV1W_WARPS * span);
     float *xd = (float *)(xq + nb * 32);
     const int64_t stride = (int64_t)gridDim.x * MV1W_WARPS;
     const unsigned n_words = (unsigned)(span / 16);
@@ -1656,8 +1723,14 @@ k_mv1_q8_0_warps(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, i
     float *y;
     uint4 v[WORDS];
     mv1w_q8_0_fetch<WORDS, PAIR>(v, parts, gi, groups, row_bytes, lane, &y, &o0);
-    GRID_WAIT(); /* x is the kernel ahead's output */
-    mv1_quantize_q8_0(x, nb, xq, xd);
+    float4 wv[2];
+    if (NORM)
+        mv1_norm_weights(an, nb, wv);
+    GRID_WAIT(); /* x (NORM: an's x and y) is the kernels ahead's output */
+    if (NORM)
+        mv1_add_norm_quantize_q8_0(an, nb, wv, sq, xq, xd);
+    else
+        mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
     for (; gi < groups; gi += stride) {
         float *const yg = y;
@@ -1948,18 +2021,21 @@ k_mv1_bf16_warps(mv_parts parts, const float *x, int act, int64_t groups)
     }
 }
 
-/* x += y, then out = RMSNorm(x) * w, one block per row: k_add then
- * k_rmsnorm in one launch (the same operations, so the same bits). */
-__global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
+/* x_out = x + y (x_out may be x), then out = RMSNorm(x_out) * w, one block
+ * per row: k_add then k_rmsnorm in one launch (the same operations, so the
+ * same bits). */
+__global__ static void k_add_rmsnorm(const float *x, const float *y, float *x_out, float *out, const float *w,
+                                     int64_t n, float eps)
 {
     GRID_ENTER();
     extern __shared__ float sq[];
     __shared__ float scale_s;
-    float *xr = x + (int64_t)blockIdx.x * n;
+    const float *xi = x + (int64_t)blockIdx.x * n;
+    float *xr = x_out + (int64_t)blockIdx.x * n;
     const float *yr = y + (int64_t)blockIdx.x * n;
     float *o = out + (int64_t)blockIdx.x * n;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = xr[i] + yr[i];
+        const float v = xi[i] + yr[i];
         xr[i] = v;
         sq[i] = v * v;
     }
@@ -1981,13 +2057,14 @@ __global__ static void k_add_rmsnorm(float *x, const float *y, float *out, const
  * element, so the same bits. */
 template <int K>
 __global__ static void __launch_bounds__(256)
-    k_add_rmsnorm_regs(float *x, const float *y, float *out, const float *w, int64_t n, float eps)
+    k_add_rmsnorm_regs(const float *x, const float *y, float *x_out, float *out, const float *w, int64_t n, float eps)
 {
     GRID_RELEASE();
     extern __shared__ float sq[];
     __shared__ float scale_s;
     const int64_t n4 = n / 4, row = (int64_t)blockIdx.x * n4;
-    float4 *xr = (float4 *)x + row, *o = (float4 *)out + row;
+    const float4 *xi = (const float4 *)x + row;
+    float4 *xr = (float4 *)x_out + row, *o = (float4 *)out + row;
     const float4 *yr = (const float4 *)y + row;
     float4 wv[K], v[K];
 #pragma unroll
@@ -2000,7 +2077,7 @@ __global__ static void __launch_bounds__(256)
     for (int k = 0; k < K; k++) {
         const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
         if (i < n4) {
-            const float4 a = xr[i], b = yr[i];
+            const float4 a = xi[i], b = yr[i];
             v[k] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
         }
     }
@@ -2564,6 +2641,56 @@ __global__ static void k_l2norm(float *x, int64_t ld, int per_tok, int64_t d, fl
     }
 }
 
+/* One token's k_conv1d, k_silu_rows and k_l2norm in one launch: a block
+ * of d threads per d channels (C a multiple of d), each thread its
+ * channel's taps in order from 0, then SiLU, as those kernels; the first
+ * n_norm blocks (the Q and K heads) then L2-norm their vector as
+ * k_l2norm does (mean_square_as_serial: the serial mean at any block size).
+ * The block after the channels' turns the token's gates in place into
+ * sigmoid(beta) and the decay, k_delta_rows' expressions, so that the rule
+ * reads them instead of working them out on its chain. */
+__global__ static void k_conv_silu_l2norm(const float *x, const float *w, int K, float *state, int n_norm, int64_t d,
+                                          float eps, float *y, vt_gpu_delta_gates gates, int64_t nv)
+{
+    GRID_ENTER();
+    extern __shared__ float sq[];
+    __shared__ float scale_s;
+    if (blockIdx.x == gridDim.x - 1) {
+        for (int64_t h = threadIdx.x; h < nv; h += blockDim.x) {
+            gates.alpha[h] = decay_libm(gates.alpha[h], gates.dt_bias[h], gates.a[h]);
+            gates.beta[h] = sigmoid_libm(gates.beta[h]);
+        }
+        return;
+    }
+    const int64_t c = (int64_t)blockIdx.x * d + threadIdx.x;
+    const int H = K - 1;
+    float win[8];
+    float *hist = state + c * H;
+    const float *wc = w + c * K;
+    for (int i = 0; i < H; i++)
+        win[i] = hist[i];
+    win[H] = x[c];
+    float sum = 0.0f;
+    for (int i = 0; i < K; i++)
+        sum = fmaf(win[i], wc[i], sum);
+    for (int i = 0; i < H; i++)
+        hist[i] = win[i + 1];
+    const float v = sum / (1.0f + expf16_body(0.0f - sum));
+    if ((int)blockIdx.x >= n_norm) {
+        y[c] = v;
+        return; /* the whole block: V's channels */
+    }
+    sq[threadIdx.x] = v * v;
+    __syncthreads();
+    const float mean = mean_square_as_serial(sq, d);
+    if (threadIdx.x == 0)
+        scale_s = 1.0f / sqrtf(mean + eps / (float)d);
+    __syncthreads();
+    const float s = 1.0f / sqrtf((float)d);
+    const float scaled = v * scale_s;
+    y[c] = scaled * s;
+}
+
 /* vt_q35_delta_rule: one block of 4 warps per value head, token after
  * token; the state (ggml's transposed S, d x d) in device memory. */
 __global__ static void k_delta_rule(float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
@@ -2579,8 +2706,9 @@ __global__ static void k_delta_rule(float *states, int64_t d, const float *conv,
     for (int64_t t = 0; t < n_tok; t++) {
         const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
         const float *v = conv + t * C + 2 * key_dim + h * d;
-        const float decay = decay_libm(gates.alpha[t * nv + h], gates.dt_bias[h], gates.a[h]);
-        const float b = sigmoid_libm(gates.beta[t * nv + h]);
+        const float al = gates.alpha[t * nv + h], be = gates.beta[t * nv + h];
+        const float decay = gates.done ? al : decay_libm(al, gates.dt_bias[h], gates.a[h]);
+        const float b = gates.done ? be : sigmoid_libm(be);
         for (int64_t i = threadIdx.x; i < d * d; i += blockDim.x)
             s[i] *= decay;
         __syncthreads();
@@ -2628,8 +2756,9 @@ __global__ static void __launch_bounds__(256)
     for (int64_t t = 0; t < n_tok; t++) {
         const float *q = conv + t * C + kh * d, *k = conv + t * C + key_dim + kh * d;
         const float v = conv[t * C + 2 * key_dim + h * d + j];
-        const float decay = decay_libm(gates.alpha[t * nv + h], gates.dt_bias[h], gates.a[h]);
-        const float b = sigmoid_libm(gates.beta[t * nv + h]);
+        const float al = gates.alpha[t * nv + h], be = gates.beta[t * nv + h];
+        const float decay = gates.done ? al : decay_libm(al, gates.dt_bias[h], gates.a[h]);
+        const float b = gates.done ? be : sigmoid_libm(be);
         float kk[E], qq[E];
 #pragma unroll
         for (int m = 0; m < E; m++) {
@@ -2753,7 +2882,7 @@ extern "C" int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned t
                             "each at least 1, threads at most 1024", n, replays, blocks, threads);
     unsigned *tick = (unsigned *)vt_gpu_malloc(g, sizeof *tick, err);
     if (!tick)
-        return VT_EINPUT;
+        return err->code;
     vt_gpu_graph *x = NULL;
     hipEvent_t t0 = NULL, t1 = NULL;
     int rc = vt_gpu_capture_begin(g, err);
@@ -2799,24 +2928,34 @@ extern "C" int vt_gpu_embed(vt_gpu *g, const vt_gpu_mat *w, const int64_t *ids, 
                         w->row_bytes, c->block_elems, c->block_bytes, bpr, ids, n_tok, x, g->grids);
 }
 
-extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const float *w, int64_t rows,
-                                  int64_t n, float eps, vt_error *err)
+/* x_out = x + y, out = RMSNorm(x_out) * w (x_out may be x). */
+static int add_rmsnorm_to(vt_gpu *g, const float *x, const float *y, float *x_out, float *out, const float *w,
+                          int64_t rows, int64_t n, float eps, vt_error *err)
 {
     if (rows <= 0)
         return VT_OK;
     const size_t shm = (size_t)n * sizeof(float);
     if (shm > 96 * 1024)
         return vt_error_set(err, VT_EINPUT, "gpu rmsnorm: rows of %lld: expected at most 24576", (long long)n);
-    const int aligned = n % 4 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)out | (uintptr_t)w) % 16 == 0;
+    const int aligned =
+        n % 4 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)x_out | (uintptr_t)out | (uintptr_t)w) % 16 == 0;
     const int K = (int)((n / 4 + 255) / 256); /* float4 a thread, 256 threads */
     if (aligned && K <= 4) {
-        void (*k)(float *, const float *, float *, const float *, int64_t, float) =
+        void (*k)(const float *, const float *, float *, float *, const float *, int64_t, float) =
             K == 1 ? k_add_rmsnorm_regs<1> : K == 2 ? k_add_rmsnorm_regs<2> : k_add_rmsnorm_regs<4>;
-        return launch_early(g, 0, k, (unsigned)rows, 256, shm, "k_add_rmsnorm_regs", err, x, y, out, w, n, eps);
+        return launch_early(g, 0, k, (unsigned)rows, 256, shm, "k_add_rmsnorm_regs", err, x, y, x_out, out, w, n,
+                            eps);
     }
     if (shm_allow(g, (const void *)k_add_rmsnorm, shm, err))
         return err->code;
-    return launch_early(g, 0, k_add_rmsnorm, (unsigned)rows, 256, shm, "k_add_rmsnorm", err, x, y, out, w, n, eps);
+    return launch_early(g, 0, k_add_rmsnorm, (unsigned)rows, 256, shm, "k_add_rmsnorm", err, x, y, x_out, out, w, n,
+                        eps);
+}
+
+extern "C" int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const float *w, int64_t rows,
+                                  int64_t n, float eps, vt_error *err)
+{
+    return add_rmsnorm_to(g, x, y, x, out, w, rows, n, eps, err);
 }
 
 extern "C" int vt_gpu_rmsnorm_rows(vt_gpu *g, float *out, const float *x, const float *w, int64_t rows, int64_t n,
@@ -3043,8 +3182,20 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
     if (w->type == VT_TYPE_Q4_K)
         return launch_early(g, 1, k_mv1_q4_k<R, EPI>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q4_k", err,
                             parts, w->row_bytes, nb, x, rows);
-    return launch_early(g, 1, k_mv1_q8_0<R, EPI>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q8_0", err, parts,
-                        w->row_bytes, nb, x, rows);
+    const vt_gpu_add_norm none = {};
+    return launch_early(g, 1, k_mv1_q8_0<R, EPI, 0>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q8_0", err, parts,
+                        w->row_bytes, nb, x, rows, none);
+}
+
+/* k_mv1_q8_0 of R rows a block taking the add and norm an into its launch
+ * (add_norm_fits; shm: the plain kernel's, the squares' added here). */
+template <int R>
+static int mv1_launch_norm(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb,
+                           size_t shm, const vt_gpu_add_norm *an, vt_error *err)
+{
+    const unsigned blocks = (unsigned)((rows + R - 1) / R);
+    return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 32 * sizeof(float),
+                        "k_mv1_q8_0_norm", err, parts, w->row_bytes, nb, an->x, rows, *an);
 }
 
 /* The blocks to launch of kernel k (k_mv1_*_warps) of threads threads with
@@ -3084,9 +3235,10 @@ static int warps_blocks(vt_gpu *g, const void *k, int threads, size_t shm, int64
  * Q4_K's output head by k_mv1_q4_k_warps. 1 if launched (or failed: *rc),
  * 0 where it does not apply. */
 static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, int64_t n_tok,
-                     const float *x, int pair, int *rc, vt_error *err)
+                     const float *x, int pair, const vt_gpu_add_norm *an, int *rc, vt_error *err)
 {
-    if (!g->head_warps || !g->mv1 || g->sms < 1 || n_tok != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16)
+    if (!g->head_warps || !g->mv1 || g->sms < 1 || n_tok != 1 || ((uintptr_t)x & 15) != 0 || w->row_bytes % 16 ||
+        (an && !pair))
         return 0;
     if (w->type == VT_TYPE_Q4_K && !pair && rows > 65536 && parts.n == 1 && nb >= 1 && nb <= 32 &&
         (nb & (nb - 1)) == 0) {
@@ -3108,11 +3260,12 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
         (!pair && (rows <= 65536 || parts.n != 1 || rows % MV1W_ROWS)))
         return 0;
     const size_t group_words = MV1W_ROWS * w->row_bytes / 16;
-    void (*k)(mv_parts, size_t, int64_t, const float *, int64_t) =
-        group_words <= 9 * 32 ? (pair ? k_mv1_q8_0_warps<9, 1> : k_mv1_q8_0_warps<9, 0>)
-        : group_words <= 17 * 32 && !pair ? k_mv1_q8_0_warps<17, 0>
+    void (*k)(mv_parts, size_t, int64_t, const float *, int64_t, vt_gpu_add_norm) =
+        group_words <= 9 * 32 ? (pair ? (an ? k_mv1_q8_0_warps<9, 1, 1> : k_mv1_q8_0_warps<9, 1, 0>)
+                                      : k_mv1_q8_0_warps<9, 0, 0>)
+        : group_words <= 17 * 32 && !pair ? k_mv1_q8_0_warps<17, 0, 0>
                                           : NULL;
-    const size_t shm = mv1w_shm(w->row_bytes, nb);
+    const size_t shm = mv1w_shm(w->row_bytes, nb) + (an ? (size_t)nb * 32 * sizeof(float) : 0);
     const int64_t groups = pair ? parts.rows[0] / 2 : rows / MV1W_ROWS;
     if (!k || shm > 160 * 1024 || !groups)
         return 0;
@@ -3120,8 +3273,10 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
     if ((*rc = warps_blocks(g, (const void *)k, MV1_THREADS, shm, (groups + MV1W_WARPS - 1) / MV1W_WARPS, &blocks,
                             err)))
         return 1;
-    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm, pair ? "k_mv1_q8_0_swiglu" : "k_mv1_q8_0_warps", err,
-                       parts, w->row_bytes, nb, x, groups);
+    const vt_gpu_add_norm none = {};
+    *rc = launch_early(g, 1, k, blocks, MV1_THREADS, shm,
+                       an ? "k_mv1_q8_0_swiglu_norm" : pair ? "k_mv1_q8_0_swiglu" : "k_mv1_q8_0_warps", err, parts,
+                       w->row_bytes, nb, x, groups, an ? *an : none);
     return 1;
 }
 
@@ -3134,7 +3289,7 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
     const int64_t nb = w->cols / c->block_elems;
     int rc = VT_OK;
-    if (mv1_warps(g, w, parts, rows, nb, n_tok, x, 0, &rc, err))
+    if (mv1_warps(g, w, parts, rows, nb, n_tok, x, 0, NULL, &rc, err))
         return rc;
     size_t shm1 = 0;
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
@@ -3175,7 +3330,7 @@ static int bf16_warps(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
                                                        : w->cols == 1024 ? k_mv1_bf16_warps<32, 2, 0>
                                                        : w->cols == 2048 ? k_mv1_bf16_warps<64, 2, 0>
                                                                          : k_mv1_bf16_warps<96, 1, 0>;
-    static const int64_t ones[MATVEC_MAX_PARTS] = { 1, 1, 1 };
+    static const int64_t ones[MATVEC_MAX_PARTS] = { 1, 1, 1, 1 };
     int64_t rows = 0;
     const mv_parts parts = parts_of(ws, n, ys, ones, &rows);
     const int64_t groups = pair ? w->rows : rows / R;
@@ -3410,7 +3565,7 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
         int64_t rows = 0;
         mv_parts parts = parts_of(ws, 2, ys, lds, &rows);
         int rc = VT_OK;
-        if (mv1_warps(g, wg, parts, rows, nb, n_tok, x, 1, &rc, err))
+        if (mv1_warps(g, wg, parts, rows, nb, n_tok, x, 1, NULL, &rc, err))
             return rc;
         const int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
         if ((R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
@@ -3428,6 +3583,62 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
     }
     rc = vt_gpu_matmul_group(g, ws, 2, x, n_tok, ys, lds, err);
     return rc ? rc : vt_gpu_swiglu(g, gate, up, n_tok, wg->rows, err);
+}
+
+/* Whether one-token products of ws take the add and norm an into their
+ * launch: Q8_0 products by k_mv1_q8_0 / k_mv1_q8_0_warps (int_matvec_fits,
+ * VT_GPU_MV1, VT_GPU_ADD_NORM), rows of at most 8 MV1_THREADS (a thread's
+ * eight elements), every vector 16-byte aligned, x_out apart from x and y. */
+static int add_norm_fits(const vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
+                         int64_t n_tok)
+{
+    size_t xrow;
+    const int64_t cols = ws[0]->cols;
+    return g->add_norm && g->mv1 && n_tok == 1 && ws[0]->type == VT_TYPE_Q8_0 && cols % 32 == 0 &&
+           cols <= 8 * MV1_THREADS && int_matvec_fits(g, ws, n, n_tok, &xrow) && an->x_out != an->x &&
+           an->x_out != an->y &&
+           (((uintptr_t)an->x | (uintptr_t)an->y | (uintptr_t)an->x_out | (uintptr_t)an->w) & 15) == 0;
+}
+
+extern "C" int vt_gpu_add_norm_alone(vt_gpu *g, const vt_gpu_add_norm *an, int64_t rows, int64_t n, vt_error *err)
+{
+    return add_rmsnorm_to(g, an->x, an->y, an->x_out, an->xn, an->w, rows, n, an->eps, err);
+}
+
+extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
+                                            int64_t n_tok, float *const *ys, const int64_t *ldys, vt_error *err)
+{
+    if (n >= 1 && add_norm_fits(g, an, ws, n, n_tok)) {
+        const vt_gpu_mat *w = ws[0];
+        const int64_t nb = w->cols / 32;
+        int64_t rows = 0;
+        const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
+        size_t shm = 0;
+        const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
+        if ((R == 8 || R == 2) && shm + (size_t)nb * 32 * sizeof(float) <= 48 * 1024)
+            return R == 8 ? mv1_launch_norm<8>(g, w, parts, rows, nb, shm, an, err)
+                          : mv1_launch_norm<2>(g, w, parts, rows, nb, shm, an, err);
+    }
+    const int rc = vt_gpu_add_norm_alone(g, an, n_tok, ws[0]->cols, err);
+    return rc ? rc : vt_gpu_matmul_group(g, ws, n, an->xn, n_tok, ys, ldys, err);
+}
+
+extern "C" int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *wg,
+                                              const vt_gpu_mat *wu, int64_t n_tok, float *gate, float *up,
+                                              vt_error *err)
+{
+    const vt_gpu_mat *ws[2] = { wg, wu };
+    if (g->pair_swiglu && add_norm_fits(g, an, ws, 2, n_tok)) { /* one codec and width; mv1_warps: equal rows */
+        float *const ys[2] = { gate, up };
+        const int64_t lds[2] = { wg->rows, wg->rows };
+        int64_t rows = 0;
+        const mv_parts parts = parts_of(ws, 2, ys, lds, &rows);
+        int rc = VT_OK;
+        if (mv1_warps(g, wg, parts, rows, wg->cols / 32, n_tok, an->x, 1, an, &rc, err))
+            return rc;
+    }
+    const int rc = vt_gpu_add_norm_alone(g, an, n_tok, wg->cols, err);
+    return rc ? rc : vt_gpu_gate_up_swiglu(g, wg, wu, an->xn, n_tok, gate, up, err);
 }
 
 extern "C" int vt_gpu_swiglu(vt_gpu *g, float *gate, const float *up, int64_t rows, int64_t n, vt_error *err)
@@ -3472,6 +3683,21 @@ extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int
         return vt_error_set(err, VT_EINPUT, "gpu l2norm: vectors of %lld: expected at most 12288", (long long)d);
     return launch_early(g, 0, k_l2norm, (unsigned)(n_tok * per_tok), 64, (size_t)d * sizeof(float), "k_l2norm", err, x,
                         ld, per_tok, d, eps);
+}
+
+extern "C" int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, const float *w, int K, float *state, int64_t C,
+                                       int n_norm, int64_t d, float eps, float *y, vt_gpu_delta_gates *gates,
+                                       int64_t nv, vt_error *err)
+{
+    if (K < 1 || K > 8 || d < 32 || d > 1024 || d % 32 || C % d || n_norm < 0 || n_norm > C / d) {
+        int rc = vt_gpu_conv1d(g, x, C, 1, w, K, state, C, y, C, err);
+        if (!rc)
+            rc = vt_gpu_silu_rows(g, y, 1, C, err);
+        return rc ? rc : vt_gpu_l2norm(g, y, 1, C, n_norm, d, eps, err);
+    }
+    gates->done = 1;
+    return launch_early(g, 0, k_conv_silu_l2norm, (unsigned)(C / d + 1), (unsigned)d, (size_t)d * sizeof(float),
+                        "k_conv_silu_l2norm", err, x, w, K, state, n_norm, d, eps, y, *gates, nv);
 }
 
 extern "C" int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,

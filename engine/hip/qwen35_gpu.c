@@ -11,6 +11,9 @@
  *       attention -> times sigmoid(gate) -> output projection
  *   -> residual add -> RMSNorm -> gate, up -> SwiGLU -> down -> residual add
  *   final RMSNorm -> output head -> logits, copied to the host
+ *   (launches joined as in qwen3_gpu.c; the four delta-net projections are
+ *   one where they share a codec, and for one token conv1d, SiLU, the L2
+ *   norms and the gates are one)
  * The CPU engine opens and checks the file (vt_qwen35_open); the tensors it
  * loaded (qwen35_model.h) are copied in their codecs. RoPE angles are the
  * CPU's (vt_q35_rope_angles). Both matmul modes, as qwen3_gpu.c. Every operation is
@@ -53,7 +56,7 @@ struct vt_gpu_qwen35 {
     vt_gpu_kv kv;
     float *conv_state, *delta_state; /* device, F32 */
     size_t conv_state_bytes, delta_state_bytes;
-    float *x, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *alpha, *o, *ffg, *ffu,
+    float *x, *x2, *xn, *proj, *qfull, *q, *qgate, *kb, *vb, *att, *qkv, *conv, *z, *beta, *alpha, *o, *ffg, *ffu,
         *logits;
     vt_gpu_step step; /* ids, position, angles */
     int production;
@@ -110,9 +113,9 @@ static int allocate(vt_gpu_qwen35 *m, vt_cache_dtype dtype, vt_error *err)
     const size_t qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
     const size_t C = (size_t)m->conv_dim, V = (size_t)m->value_dim, nv = (size_t)hp->n_v_heads;
     const size_t d = (size_t)hp->d_state, nrec = (size_t)hp->n_recurrent;
-    float **bufs[] = { &m->x,  &m->xn,   &m->proj, &m->qfull, &m->q,    &m->qgate, &m->kb,  &m->vb,  &m->att,
+    float **bufs[] = { &m->x,  &m->x2, &m->xn,   &m->proj, &m->qfull, &m->q,    &m->qgate, &m->kb,  &m->vb,  &m->att,
                        &m->qkv, &m->conv, &m->z,    &m->beta,  &m->alpha,   &m->o,     &m->ffg, &m->ffu };
-    const size_t widths[] = { E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F };
+    const size_t widths[] = { E, E, E, E, 2 * qd, qd, qd, kvd, kvd, qd, C, C, V, nv, nv, V, F, F };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
@@ -228,8 +231,10 @@ void vt_gpu_qwen35_resolved(const vt_gpu_qwen35 *m, vt_runner_settings *out)
     if ((rc = (call)))                                                                              \
         return rc;
 
-/* xn -> proj through the gated delta net of layer L. */
-static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, vt_error *err)
+/* xn -> proj through the gated delta net of layer L; an: where not NULL,
+ * the residual add and RMSNorm that make xn, taken by the first product. */
+static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, const vt_gpu_add_norm *an, int64_t n_tok,
+                           vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -238,20 +243,37 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     float *cstate = m->conv_state + (size_t)L->slot * (size_t)C * (size_t)(K - 1);
     float *dstate = m->delta_state + (size_t)L->slot * (size_t)nv * (size_t)(d * d);
     int rc;
-    /* a. Projections. */
-    const vt_gpu_mat *qz[2] = { &L->wqkv, &L->wz }, *ba[2] = { &L->wbeta, &L->walpha };
-    float *const qz_out[2] = { m->qkv, m->z }, *const ba_out[2] = { m->beta, m->alpha };
-    const int64_t qz_ld[2] = { C, V }, ba_ld[2] = { nv, nv };
-    STEP(vt_gpu_matmul_group(g, qz, 2, m->xn, n_tok, qz_out, qz_ld, err))
-    STEP(vt_gpu_matmul_group(g, ba, 2, m->xn, n_tok, ba_out, ba_ld, err))
-    /* b. Causal conv1d, then SiLU per token row. */
-    STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
-    STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
-    /* c. L2 norm of every Q and K head. */
-    STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, (int)(2 * m->key_dim / d), d, hp->rms_eps, err))
+    /* a. Projections: one launch where the four share a codec, else Q|K|V
+     *    with z and beta with alpha (a real file may keep the small two in
+     *    F32). */
+    const vt_gpu_mat *in_proj[4] = { &L->wqkv, &L->wz, &L->wbeta, &L->walpha };
+    float *const in_out[4] = { m->qkv, m->z, m->beta, m->alpha };
+    const int64_t in_ld[4] = { C, V, nv, nv };
+    if (L->wbeta.type == L->wqkv.type && L->walpha.type == L->wqkv.type) {
+        STEP(an ? vt_gpu_add_norm_matmul_group(g, an, in_proj, 4, n_tok, in_out, in_ld, err)
+                : vt_gpu_matmul_group(g, in_proj, 4, m->xn, n_tok, in_out, in_ld, err))
+    } else {
+        if (an) {
+            STEP(vt_gpu_add_norm_alone(g, an, n_tok, E, err))
+        }
+        STEP(vt_gpu_matmul_group(g, in_proj, 2, m->xn, n_tok, in_out, in_ld, err))
+        STEP(vt_gpu_matmul_group(g, in_proj + 2, 2, m->xn, n_tok, in_out + 2, in_ld + 2, err))
+    }
+    /* b. Causal conv1d, then SiLU per token row; c. L2 norm of every Q and
+     *    K head (one token: the three in one launch). */
+    const int n_norm = (int)(2 * m->key_dim / d);
+    vt_gpu_delta_gates gates = { .beta = m->beta, .alpha = m->alpha, .dt_bias = L->dt_bias, .a = L->ssm_a };
+    if (n_tok == 1) {
+        STEP(vt_gpu_conv_silu_l2norm(g, m->qkv, L->conv, K, cstate, C, n_norm, d, hp->rms_eps, m->conv, &gates, nv,
+                                     err))
+    } else {
+        STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
+        STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
+        STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, n_norm, d, hp->rms_eps, err))
+    }
     /* d. The gated delta rule, its gates (beta = sigmoid(beta), the decay
-     *    exp(softplus(alpha + dt_bias) * a)) computed where they are used. */
-    const vt_gpu_delta_gates gates = { .beta = m->beta, .alpha = m->alpha, .dt_bias = L->dt_bias, .a = L->ssm_a };
+     *    exp(softplus(alpha + dt_bias) * a)) computed where they are used
+     *    unless the one-token launch above computed them. */
     STEP(vt_gpu_delta_rule(g, dstate, d, m->conv, C, m->key_dim, hp->n_k_heads, gates, nv, n_tok, m->o, V, err))
     /* e. Gated RMSNorm per head; f. output projection. */
     STEP(vt_gpu_gated_norm(g, m->o, m->z, L->ssm_norm, n_tok * V / d, d, hp->rms_eps, err))
@@ -259,8 +281,9 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     return VT_OK;
 }
 
-/* xn -> proj through the gated attention of layer L. */
-static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, int32_t keys_max, vt_error *err)
+/* xn -> proj through the gated attention of layer L (an: as delta_net_mixer's). */
+static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, const vt_gpu_add_norm *an, int64_t n_tok,
+                           int32_t keys_max, vt_error *err)
 {
     vt_gpu *g = m->g;
     const vt_qwen35_hparams *hp = &m->hp;
@@ -269,7 +292,8 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, int64_t n_tok, 
     const vt_gpu_mat *qkv[3] = { &L->wq, &L->wk, &L->wv };
     float *const qkv_out[3] = { m->qfull, m->kb, m->vb };
     const int64_t qkv_ld[3] = { 2 * qd, kvd, kvd };
-    STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
+    STEP(an ? vt_gpu_add_norm_matmul_group(g, an, qkv, 3, n_tok, qkv_out, qkv_ld, err)
+            : vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
     STEP(vt_gpu_split_qgate(g, m->qfull, n_tok, hp->n_head, hd, m->q, m->qgate, err))
     STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, L->slot, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
                                    hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, vt_gpu_step_rope(&m->step),
@@ -292,32 +316,38 @@ static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out
     const vt_qwen35_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, V = hp->n_vocab;
     int rc;
-    /* 1. Embeddings. */
-    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
-    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
+    /* 1. Embeddings; the first layer's RMSNorm (each later one goes with
+     *    the residual add before it, as in qwen3_gpu.c: the stream x from one
+     *    buffer to the other at each add). */
+    float *x = m->x;
+    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, x, err))
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
-        /* 2. Token mixing on the RMSNormed stream; residual add and the
-         *    post-attention RMSNorm (one launch). */
-        STEP(L->recurrent ? delta_net_mixer(m, L, n_tok, err) : attention_mixer(m, L, n_tok, keys_max, err))
-        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->post_norm, n_tok, E, hp->rms_eps, err))
-        /* 3. Feed-forward (gate, up and SwiGLU one launch for one token);
-         *    residual add and the next layer's RMSNorm. */
-        STEP(vt_gpu_gate_up_swiglu(g, &L->gate, &L->up, m->xn, n_tok, m->ffg, m->ffu, err))
+        /* 2. Token mixing on the RMSNormed stream (after the first layer
+         *    with the residual add of the feed-forward before it and this
+         *    layer's RMSNorm). */
+        const vt_gpu_add_norm mix = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->attn_norm, hp->rms_eps };
+        const vt_gpu_add_norm *an = l ? &mix : NULL;
+        STEP(L->recurrent ? delta_net_mixer(m, L, an, n_tok, err) : attention_mixer(m, L, an, n_tok, keys_max, err))
+        if (an)
+            x = an->x_out;
+        /* 3. Feed-forward: the residual add and the post-attention RMSNorm,
+         *    gate, up and SwiGLU (one launch for one token), down. */
+        const vt_gpu_add_norm ffn = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->post_norm, hp->rms_eps };
+        STEP(vt_gpu_add_norm_gate_up_swiglu(g, &ffn, &L->gate, &L->up, n_tok, m->ffg, m->ffu, err))
+        x = ffn.x_out;
         STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))
-        if (l + 1 < hp->n_layer) {
-            STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
-        }
     }
     /* 4. The last residual add; the final RMSNorm and the output head for
      *    the rows asked for. */
     if (out0 == 0 && n_out == n_tok) {
-        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
+        STEP(vt_gpu_add_rmsnorm(g, x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
     } else {
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        STEP(vt_gpu_add(g, x, m->proj, n_tok * E, err))
         if (n_out <= 0)
             return VT_OK;
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
     }
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
     return VT_OK;

@@ -5,8 +5,9 @@
  *              of Q and K -> K, V into the cache -> attention -> output
  *              projection -> residual add -> RMSNorm -> gate, up -> SwiGLU
  *              -> down projection -> residual add
- *              (a residual add and the RMSNorm after it are one launch;
- *              so are Q, K and V, and gate and up, where their codecs
+ *              (a residual add and the RMSNorm after it are one launch,
+ *              and for one token in Q8_0 part of the product after them;
+ *              Q, K and V, and gate and up, are one where their codecs
  *              allow, and for one token SwiGLU with them; the heads'
  *              norms, RoPE and the cache store are one)
  *   final RMSNorm -> output head -> logits, copied to the host
@@ -45,7 +46,7 @@ struct vt_gpu_qwen3 {
     float *output_norm;
     gpu_layer *layers;
     vt_gpu_kv kv;
-    float *x, *xn, *q, *kb, *vb, *att, *proj, *gate, *up, *logits; /* device */
+    float *x, *x2, *xn, *q, *kb, *vb, *att, *proj, *gate, *up, *logits; /* device; x, x2: the stream in turn */
     vt_gpu_step step;                                              /* ids, position, angles */
     int production;                                                /* decode steps as a graph */
     vt_gpu_graph *decode;                                          /* captured at the first */
@@ -90,8 +91,8 @@ static int allocate(vt_gpu_qwen3 *m, vt_cache_dtype dtype, vt_error *err)
     const vt_qwen3_hparams *hp = &m->hp;
     const size_t B = (size_t)m->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
     const size_t hd = (size_t)hp->head_dim, qd = (size_t)hp->n_head * hd, kvd = (size_t)hp->n_head_kv * hd;
-    float **bufs[] = { &m->x, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up };
-    const size_t widths[] = { E, E, qd, kvd, kvd, qd, E, F, F };
+    float **bufs[] = { &m->x, &m->x2, &m->xn, &m->q, &m->kb, &m->vb, &m->att, &m->proj, &m->gate, &m->up };
+    const size_t widths[] = { E, E, E, qd, kvd, kvd, qd, E, F, F };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i] = vt_gpu_store_alloc(&m->store, B * widths[i] * sizeof(float), err)))
             return err->code;
@@ -191,45 +192,53 @@ static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out
     if ((rc = (call)))                                                                              \
         return rc;
 
-    /* 1. Embeddings; the first layer's RMSNorm (each later one is launched
-     *    with the residual add before it). */
-    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, m->x, err))
-    STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
+    /* 1. Embeddings; the first layer's RMSNorm (each later one goes with
+     *    the residual add before it). The residual stream x goes from one
+     *    buffer to the other at each add, since a product that takes the add
+     *    into its launch reads the old stream in every block. */
+    float *x = m->x;
+    STEP(vt_gpu_embed(g, &m->embd, vt_gpu_step_ids(&m->step, n_tok), n_tok, x, err))
+    STEP(vt_gpu_rmsnorm_rows(g, m->xn, x, m->layers[0].attn_norm, n_tok, E, hp->rms_eps, err))
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const gpu_layer *L = &m->layers[l];
         /* 2. Q, K, V projections of the RMSNormed stream (one launch where
-         *    their codecs allow). */
+         *    their codecs allow; after the first layer with the residual add
+         *    of the feed-forward before it and this layer's RMSNorm). */
         const vt_gpu_mat *qkv[3] = { &L->wq, &L->wk, &L->wv };
         float *const qkv_out[3] = { m->q, m->kb, m->vb };
         const int64_t qkv_ld[3] = { qd, kvd, kvd };
-        STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
+        if (l == 0) {
+            STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
+        } else {
+            const vt_gpu_add_norm an = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->attn_norm, hp->rms_eps };
+            STEP(vt_gpu_add_norm_matmul_group(g, &an, qkv, 3, n_tok, qkv_out, qkv_ld, err))
+            x = an.x_out;
+        }
         /* 3. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
         STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, l, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
                                        hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, rope, hd, err))
         /* 4. Causal grouped-query attention. */
         STEP(vt_gpu_attention(g, &m->kv, l, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
                               err))
-        /* 5. Output projection; residual add and the feed-forward's RMSNorm. */
+        /* 5. Output projection. */
         STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
-        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, L->ffn_norm, n_tok, E, hp->rms_eps, err))
-        /* 6. Feed-forward: gate and up, SwiGLU (one launch for one token),
-         *    down; residual add and the next layer's RMSNorm. */
-        STEP(vt_gpu_gate_up_swiglu(g, &L->gate, &L->up, m->xn, n_tok, m->gate, m->up, err))
+        /* 6. Feed-forward: the residual add and its RMSNorm, gate and up,
+         *    SwiGLU (one launch for one token), down. */
+        const vt_gpu_add_norm an = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->ffn_norm, hp->rms_eps };
+        STEP(vt_gpu_add_norm_gate_up_swiglu(g, &an, &L->gate, &L->up, n_tok, m->gate, m->up, err))
+        x = an.x_out;
         STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))
-        if (l + 1 < hp->n_layer) {
-            STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->layers[l + 1].attn_norm, n_tok, E, hp->rms_eps, err))
-        }
     }
     /* 7. The last residual add; the final RMSNorm and the output head for
      *    the rows asked for. */
     if (out0 == 0 && n_out == n_tok) {
-        STEP(vt_gpu_add_rmsnorm(g, m->x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
+        STEP(vt_gpu_add_rmsnorm(g, x, m->proj, m->xn, m->output_norm, n_tok, E, hp->rms_eps, err))
     } else {
-        STEP(vt_gpu_add(g, m->x, m->proj, n_tok * E, err))
+        STEP(vt_gpu_add(g, x, m->proj, n_tok * E, err))
         if (n_out <= 0)
             return VT_OK;
-        STEP(vt_gpu_rmsnorm_rows(g, m->xn, m->x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
+        STEP(vt_gpu_rmsnorm_rows(g, m->xn, x + out0 * E, m->output_norm, n_out, E, hp->rms_eps, err))
     }
     STEP(vt_gpu_matmul(g, &m->output, m->xn, n_out, m->logits, V, err))
     return VT_OK;

@@ -172,11 +172,30 @@ int vt_gpu_add_rmsnorm(vt_gpu *g, float *x, const float *y, float *out, const fl
  * the Q8_K dot type). */
 int vt_gpu_matmul(vt_gpu *g, const vt_gpu_mat *w, const float *x, int64_t n_tok, float *y, int64_t ldy,
                   vt_error *err);
-/* The products of n (1..3) matrices over the same x (Q, K, V; gate, up):
+/* The products of n (1..4) matrices over the same x (Q, K, V; gate, up):
  * one launch where they share a codec and width and a decode step's
  * product applies, else one vt_gpu_matmul each. The same bits either way. */
 int vt_gpu_matmul_group(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float *x, int64_t n_tok,
                         float *const *ys, const int64_t *ldys, vt_error *err);
+/* The residual add and RMSNorm before a product: x_out = x + y, then the
+ * product's input xn = RMSNorm(x_out) * w (vt_gpu_add_rmsnorm's operations,
+ * rows of the product's width). For one token a Q8_0 product takes both
+ * into its own launch (each block works the input out itself, the first
+ * stores x_out; xn is not written), so x_out must not be x or y; elsewhere
+ * the add and norm are a launch of their own before the product. The same
+ * bits either way. */
+typedef struct vt_gpu_add_norm {
+    const float *x, *y;
+    float *x_out, *xn;
+    const float *w;
+    float eps;
+} vt_gpu_add_norm;
+/* The add and norm alone (rows of n): x_out and xn written. */
+int vt_gpu_add_norm_alone(vt_gpu *g, const vt_gpu_add_norm *an, int64_t rows, int64_t n, vt_error *err);
+int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
+                                 int64_t n_tok, float *const *ys, const int64_t *ldys, vt_error *err);
+int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *wg, const vt_gpu_mat *wu,
+                                   int64_t n_tok, float *gate, float *up, vt_error *err);
 /* Per head of every token, Q's heads and K's: x = RMSNorm(x) * w (qw, kw)
  * over head_dim, then NeoX RoPE with the angles cs (n_tok x n_rot: cos, sin
  * pairs, the CPU's) over the first n_rot dimensions, in place; then K's
@@ -216,10 +235,20 @@ int vt_gpu_silu_rows(vt_gpu *g, float *x, int64_t rows, int64_t n, vt_error *err
 int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int per_tok, int64_t d, float eps, vt_error *err);
 /* The delta rule's inputs for its gates, per token and value head: the beta
  * and alpha projections (device, n_tok x nv), and per value head dt_bias and
- * a (device, nv). */
+ * a (device, nv). done: beta and alpha already hold sigmoid(beta) and the
+ * decay (vt_gpu_conv_silu_l2norm computed them). */
 typedef struct vt_gpu_delta_gates {
-    const float *beta, *alpha, *dt_bias, *a;
+    float *beta, *alpha;
+    const float *dt_bias, *a;
+    int done;
 } vt_gpu_delta_gates;
+/* One token's conv1d (x, C channels), SiLU and the L2 norm of the first
+ * n_norm vectors of d, into y: the three above, in one launch where the
+ * vectors are whole warps (d a multiple of 32 up to 1024, C of d); that
+ * launch also turns the nv gates in place into the delta rule's and sets
+ * gates->done (off its critical path: the rule would wait on them). */
+int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, const float *w, int K, float *state, int64_t C, int n_norm,
+                            int64_t d, float eps, float *y, vt_gpu_delta_gates *gates, int64_t nv, vt_error *err);
 int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
                       int64_t n_k_heads, vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o, int64_t ldo,
                       vt_error *err);
