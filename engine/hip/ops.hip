@@ -31,6 +31,10 @@ extern "C" {
 #include "device_codec.h"
 #include "vt_gpu.h"
 
+#if !defined(__HIP_PLATFORM_AMD__)
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,24 +59,36 @@ extern "C" {
 #define TRACE_CAP 4096
 __device__ unsigned long long vt_trace_t[TRACE_CAP];
 __device__ unsigned vt_trace_n;
+/* And two more stamps of block 0's first thread a kernel, each in its own
+ * list: when it entered (GRID_RELEASE, its first statement) and when it
+ * reached its wait (after what it does before the wait, a product's copy
+ * of its rows). Kernels enter in step order (one may launch only once
+ * every block of the one ahead has entered), so entry i is kernel i's. */
+__device__ unsigned long long vt_trace_e[TRACE_CAP], vt_trace_r[TRACE_CAP];
+__device__ unsigned vt_trace_en, vt_trace_rn;
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(VT_GPU_TRACE)
-__device__ static inline void trace_stamp(void)
+__device__ static inline void trace_stamp_into(unsigned long long *list, unsigned *n)
 {
     if ((blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
         unsigned long long t;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        const unsigned i = atomicAdd(&vt_trace_n, 1u);
+        const unsigned i = atomicAdd(n, 1u);
         if (i < TRACE_CAP)
-            vt_trace_t[i] = t;
+            list[i] = t;
     }
 }
 #define GRID_WAIT()                                                                                                   \
     do {                                                                                                              \
+        trace_stamp_into(vt_trace_r, &vt_trace_rn);                                                                   \
         asm volatile("griddepcontrol.wait;" ::: "memory");                                                            \
-        trace_stamp();                                                                                                \
+        trace_stamp_into(vt_trace_t, &vt_trace_n);                                                                    \
     } while (0)
-#define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define GRID_RELEASE()                                                                                                \
+    do {                                                                                                              \
+        trace_stamp_into(vt_trace_e, &vt_trace_en);                                                                   \
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                                               \
+    } while (0)
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
@@ -116,6 +132,10 @@ struct vt_gpu {
     int pair_swiglu;           /* gate, up and SwiGLU of one token in one launch (VT_GPU_PAIR_SWIGLU=0: three steps) */
     int add_norm;              /* a one-token Q8_0 product takes the residual add and RMSNorm before it into its
                                   launch (vt_gpu_add_norm_*; VT_GPU_ADD_NORM=0: k_add_rmsnorm_regs first) */
+    int att_cluster;           /* the one-token attention in one launch of thread-block clusters (NVIDIA, compute
+                                  9+; VT_GPU_ATT_CLUSTER=0: k_att_scores, then k_att_softmax_v) */
+    int att_qk;                /* and Q/K norm, RoPE and the cache's store in that launch too (VT_GPU_ATT_QK=0: a
+                                  k_qk_norm_rope_store launch first) */
     int sms;                   /* the device's multiprocessors */
     struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
         const void *fn;
@@ -138,6 +158,10 @@ struct vt_gpu {
     const char *trace_name[TRACE_NAMES]; /* the kernels of the graph being captured, in order */
     int trace_names;
     double trace_us[TRACE_NAMES];         /* summed over replays: stamp i to stamp i + 1 */
+    double trace_ahead_us[TRACE_NAMES];   /* and where every kernel left its three stamps: kernel i - 1's wait's */
+    double trace_before_us[TRACE_NAMES];  /* return to kernel i's entry (ahead), its entry to its reaching its */
+    double trace_waiting_us[TRACE_NAMES]; /* wait (before), reaching it to its return (waiting) */
+    int trace_three;                      /* the replays summed so */
     const char *trace_of[TRACE_NAMES];
     int trace_len, trace_steps, trace_skipped, trace_skipped_n; /* the stamps of the last skipped replay */
     hipEvent_t trace_ev[2];               /* around each traced replay: the whole step, copies and all */
@@ -377,6 +401,10 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     g->pair_swiglu = !(ps && !strcmp(ps, "0"));
     const char *an = getenv("VT_GPU_ADD_NORM");
     g->add_norm = !(an && !strcmp(an, "0"));
+    const char *ac = getenv("VT_GPU_ATT_CLUSTER");
+    g->att_cluster = known && prop.major >= 9 && !(ac && !strcmp(ac, "0"));
+    const char *aq = getenv("VT_GPU_ATT_QK");
+    g->att_qk = !(aq && !strcmp(aq, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
@@ -568,11 +596,13 @@ extern "C" int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_erro
  * summed so far (else counted as skipped). */
 static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
 {
-    static unsigned long long t[TRACE_CAP];
+    static unsigned long long t[TRACE_CAP], te[TRACE_CAP], tr[TRACE_CAP];
     const unsigned zero = 0;
-    unsigned n = 0;
+    unsigned n = 0, en = 0, rn = 0;
     TRY(hipStreamSynchronize(g->stream), "hipStreamSynchronize");
     TRY(hipMemcpyToSymbol(vt_trace_n, &zero, sizeof zero), "hipMemcpyToSymbol");
+    TRY(hipMemcpyToSymbol(vt_trace_en, &zero, sizeof zero), "hipMemcpyToSymbol");
+    TRY(hipMemcpyToSymbol(vt_trace_rn, &zero, sizeof zero), "hipMemcpyToSymbol");
     if (!g->trace_ev[0]) {
         TRY(hipEventCreate(&g->trace_ev[0]), "hipEventCreate");
         TRY(hipEventCreate(&g->trace_ev[1]), "hipEventCreate");
@@ -597,6 +627,19 @@ static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
         g->trace_of[i] = x->names[i];
     }
     g->trace_steps++;
+    TRY(hipMemcpyFromSymbol(&en, vt_trace_en, sizeof en), "hipMemcpyFromSymbol");
+    TRY(hipMemcpyFromSymbol(&rn, vt_trace_rn, sizeof rn), "hipMemcpyFromSymbol");
+    if (en != n || rn != n)
+        return VT_OK; /* a kernel that enters or waits twice: its times are not summed */
+    TRY(hipMemcpyFromSymbol(te, vt_trace_e, (size_t)n * sizeof te[0]), "hipMemcpyFromSymbol");
+    TRY(hipMemcpyFromSymbol(tr, vt_trace_r, (size_t)n * sizeof tr[0]), "hipMemcpyFromSymbol");
+    for (unsigned i = 0; i < n; i++) {
+        /* signed: a kernel that enters after the one ahead's wait returned is behind it, not ahead */
+        g->trace_ahead_us[i] += i ? ((double)t[i - 1] - (double)te[i]) * 1e-3 : 0.0;
+        g->trace_before_us[i] += (double)(tr[i] - te[i]) * 1e-3;
+        g->trace_waiting_us[i] += (double)(t[i] - tr[i]) * 1e-3;
+    }
+    g->trace_three++;
     return VT_OK;
 }
 
@@ -609,18 +652,22 @@ static void trace_report(vt_gpu *g)
     double all = 0.0;
     for (int i = 0; i + 1 < g->trace_len; i++)
         all += g->trace_us[i];
-    const double k = g->trace_steps ? 1.0 / g->trace_steps : 0.0;
+    const double k = g->trace_steps ? 1.0 / g->trace_steps : 0.0, k3 = g->trace_three ? 1.0 / g->trace_three : 0.0;
     fprintf(stderr, "gpu trace: %d replays of %d kernels (%d skipped, the last with %d stamps): %.2f us a replay "
             "(events around it), the first kernel's wait to the last one's %.2f; each kernel from its wait's return "
-            "to the next one's, mean us:\n", g->trace_steps, g->trace_len, g->trace_skipped, g->trace_skipped_n,
-            g->trace_replay_us * k, all * k);
+            "to the next one's (cost), mean us; over the %d replays where every kernel entered and waited once, "
+            "block 0's entry before the wait of the kernel ahead returned (ahead; negative: after it), its entry to "
+            "its reaching its wait (before), reaching its wait to the wait's return (waiting):\n", g->trace_steps,
+            g->trace_len, g->trace_skipped, g->trace_skipped_n, g->trace_replay_us * k, all * k, g->trace_three);
+    fprintf(stderr, "  %4s %-28s %9s %9s %9s %9s\n", "#", "kernel", "cost", "ahead", "before", "waiting");
     for (int i = 0; i + 1 < g->trace_len; i++)
-        fprintf(stderr, "  %4d %-28s %9.2f\n", i, g->trace_of[i], g->trace_us[i] * k);
+        fprintf(stderr, "  %4d %-28s %9.2f %9.2f %9.2f %9.2f\n", i, g->trace_of[i], g->trace_us[i] * k,
+                g->trace_ahead_us[i] * k3, g->trace_before_us[i] * k3, g->trace_waiting_us[i] * k3);
     fprintf(stderr, "gpu trace by kernel name (the step's last kernel has no stamp after it: not counted): count a "
-            "step, us a step, us each\n");
+            "step, us a step, us each; then ahead, before and waiting, mean us each\n");
     for (int i = 0; i + 1 < g->trace_len; i++) {
         int seen = 0, count = 0;
-        double sum = 0.0;
+        double sum = 0.0, ahead = 0.0, before = 0.0, waiting = 0.0;
         for (int j = 0; j < i && !seen; j++)
             seen = !strcmp(g->trace_of[j], g->trace_of[i]);
         if (seen)
@@ -629,8 +676,12 @@ static void trace_report(vt_gpu *g)
             if (!strcmp(g->trace_of[j], g->trace_of[i])) {
                 count++;
                 sum += g->trace_us[j] * k;
+                ahead += g->trace_ahead_us[j] * k3;
+                before += g->trace_before_us[j] * k3;
+                waiting += g->trace_waiting_us[j] * k3;
             }
-        fprintf(stderr, "  %-28s %5d %9.2f %8.2f\n", g->trace_of[i], count, sum, sum / count);
+        fprintf(stderr, "  %-28s %5d %9.2f %8.2f %8.2f %8.2f %8.2f\n", g->trace_of[i], count, sum, sum / count,
+                ahead / count, before / count, waiting / count);
     }
 }
 #endif
@@ -2227,18 +2278,22 @@ __device__ static float key_dot_tail(const vt_gpu_kv &kv, size_t at, const float
  * j with q (qs, shared), in the CPU's order straight from the cache, times
  * scale. Each warp of the block takes keys j_begin + warp, + warps, ...,
  * ATT_KEYS at a time (their loads in flight together). */
+template <bool NEW = false>
 __device__ static void att_scores(const vt_gpu_kv &kv, size_t layer_at, const float *qs, int64_t hd, int32_t j_begin,
-                                  int32_t j_end, float scale, float *scores)
+                                  int32_t j_end, float scale, float *scores, const float *knew = NULL,
+                                  int32_t jnew = -1)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int64_t np = hd & ~(int64_t)63;
     for (int32_t j0 = j_begin + warp; j0 < j_end; j0 += ATT_KEYS * warps) {
         size_t at[ATT_KEYS];
         float sa[ATT_KEYS], sb[ATT_KEYS];
+        bool is_new[ATT_KEYS];
 #pragma unroll
         for (int r = 0; r < ATT_KEYS; r++) {
             const int32_t j = j0 + r * warps;
             at[r] = layer_at + (size_t)(j < j_end ? j : j0) * (size_t)kv.kv_dim;
+            is_new[r] = NEW && j == jnew;
             sa[r] = 0.0f;
             sb[r] = 0.0f;
         }
@@ -2247,8 +2302,8 @@ __device__ static void att_scores(const vt_gpu_kv &kv, size_t layer_at, const fl
             float k0[ATT_KEYS], k1[ATT_KEYS];
 #pragma unroll
             for (int r = 0; r < ATT_KEYS; r++) {
-                k0[r] = cache_get(kv, kv.k, at[r] + (size_t)(i + lane));
-                k1[r] = cache_get(kv, kv.k, at[r] + (size_t)(i + 32 + lane));
+                k0[r] = is_new[r] ? knew[i + lane] : cache_get(kv, kv.k, at[r] + (size_t)(i + lane));
+                k1[r] = is_new[r] ? knew[i + 32 + lane] : cache_get(kv, kv.k, at[r] + (size_t)(i + 32 + lane));
             }
             const float q0 = qs[i + lane], q1 = qs[i + 32 + lane];
 #pragma unroll
@@ -2530,6 +2585,170 @@ __global__ static void __launch_bounds__(ATV_THREADS)
     if (threadIdx.x == 0)
         tickets[h] = 0; /* for the next step */
 }
+
+/* k_att_cluster's QK inputs (below). */
+struct att_qk {
+    const float *k, *v, *qw, *kw, *cs;
+    float eps;
+    int64_t n_rot;
+};
+
+#if !defined(__HIP_PLATFORM_AMD__)
+/* f as the cache gives it back once stored (cache_put, then cache_get). */
+__device__ static float cache_round(const vt_gpu_kv &kv, float f)
+{
+    if (kv.dtype == VT_CACHE_BF16)
+        return vt_bits_f32((uint32_t)vt_f32_bits_to_bf16(f) << 16);
+    if (kv.dtype == VT_CACHE_FP8_E4M3)
+        return kv.fp8_table[vt_fp8_e4m3_encode(f)];
+    return f;
+}
+
+/* The same one-token attention in one launch on NVIDIA (compute 9 and up):
+ * the ATV_GROUPS blocks of a head are one thread-block cluster, block r
+ * scoring a contiguous ATV_GROUPS-th of the keys into its shared memory
+ * (pub) as k_att_scores does, each block then copying all the head's
+ * scores out of the cluster's shared memory (p) and going on as
+ * k_att_softmax_v's block r, its 16 accumulators of every output kept in
+ * its own shared memory (acc16), which block 0 pairs as the ticket's last
+ * block does. No scratch in global memory, no fence, no ticket and one
+ * launch fewer a layer; the same operations on the same values in the same
+ * order, so the same bits. Shared: acc16 (16 HD), pub and p (n16 each),
+ * one sum per 16 keys, one maximum per warp.
+ * QK: the launch takes k_qk_norm_rope_store's place before it too. Every
+ * block works out its head's Q and the token's K row (RMSNorm, RoPE) and
+ * V row itself, as that kernel's blocks do, and scores key pos0 with that
+ * K row and weighs that V row, each read back through the cache's type
+ * (cache_round: what the cache would give), so no block reads the row
+ * another writes; block 0 of the first Q head of each K head stores the
+ * two rows into the cache for later steps. (Q is not written back: only
+ * this attention reads it.) */
+template <int HD, bool QK>
+__global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_THREADS)
+    k_att_cluster(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, const float *q, float *out, att_qk qk)
+{
+    static_assert(ATV_GROUPS == 4, "block 0 pairs four blocks' accumulators");
+    static_assert(!QK || (HD % 64 == 0 && HD <= ATV_THREADS), "att_scores<true> reads whole rows of 64");
+    GRID_RELEASE();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ float sh[];
+    __shared__ float qs[HD];
+    __shared__ float knew[QK ? HD : 1], vnew[QK ? HD : 1], sq[QK ? HD : 1], cs_s[QK ? HD : 1];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int32_t pos0 = *kv.pos; /* copied before the step's first kernel */
+    const int h = (int)(blockIdx.x / ATV_GROUPS), gq = (int)cluster.block_rank(), kvh = h / (n_head / n_head_kv);
+    const size_t layer_at = (size_t)layer * (size_t)kv.n_ctx * (size_t)kv.kv_dim + (size_t)kvh * (size_t)HD;
+    const int32_t n_keys = pos0 + 1, chunk = (n_keys + ATV_GROUPS - 1) / ATV_GROUPS;
+    const int32_t j_begin = gq * chunk < n_keys ? gq * chunk : n_keys;
+    const int32_t j_end = j_begin + chunk < n_keys ? j_begin + chunk : n_keys;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
+    float *acc16 = sh, *pub = acc16 + 16 * HD, *p = pub + n16, *csum = p + n16, *wmax = csum + n16 / 16;
+    att_prefetch_rows(kv, kv.k, layer_at, HD, j_begin, j_end < pos0 ? j_end : pos0, 0, 64, INT32_MAX);
+    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16, 0);
+    const int tid = (int)threadIdx.x;
+    float qw = 0.0f, kw = 0.0f; /* QK: the norms' weights and the angles, never a kernel's output */
+    if (QK) {
+        if (tid < HD) {
+            qw = qk.qw[tid];
+            kw = qk.kw[tid];
+        }
+        for (int64_t i = tid; i < qk.n_rot; i += ATV_THREADS)
+            cs_s[i] = qk.cs[i];
+    }
+    GRID_WAIT(); /* q and this token's K and V rows are the kernel ahead's */
+    if (QK) { /* k_qk_norm_rope_store's operations on each element */
+        float xq = 0.0f, xk = 0.0f, xv = 0.0f;
+        if (tid < HD) {
+            xq = q[h * HD + tid];
+            xk = qk.k[kvh * HD + tid];
+            xv = qk.v[kvh * HD + tid];
+            sq[tid] = xq * xq;
+        }
+        __syncthreads();
+        const float scale_q = 1.0f / sqrtf(mean_square_as_serial(sq, HD) + qk.eps);
+        if (tid < HD)
+            sq[tid] = xk * xk;
+        __syncthreads();
+        const float scale_k = 1.0f / sqrtf(mean_square_as_serial(sq, HD) + qk.eps);
+        if (tid < HD) {
+            qs[tid] = xq * scale_q * qw;
+            knew[tid] = xk * scale_k * kw;
+        }
+        __syncthreads();
+        for (int64_t i = tid; i < qk.n_rot / 2; i += ATV_THREADS) {
+            rope_neox_pair(&qs[i], &qs[i + qk.n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
+            rope_neox_pair(&knew[i], &knew[i + qk.n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
+        }
+        __syncthreads();
+        if (tid < HD) {
+            if (gq == 0 && h % (n_head / n_head_kv) == 0) {
+                const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)pos0) * (size_t)kv.kv_dim +
+                                  (size_t)kvh * (size_t)HD + (size_t)tid;
+                cache_put(kv.dtype, kv.k, at, knew[tid]);
+                cache_put(kv.dtype, kv.v, at, xv);
+            }
+            knew[tid] = cache_round(kv, knew[tid]);
+            vnew[tid] = cache_round(kv, xv);
+        }
+    } else {
+        for (int d = tid; d < HD; d += ATV_THREADS)
+            qs[d] = q[h * HD + d];
+    }
+    __syncthreads();
+    att_scores<QK>(kv, layer_at, qs, HD, j_begin, j_end, 1.0f / sqrtf((float)HD), pub, knew, pos0);
+    cluster.sync(); /* every block's scores written */
+    for (int r = 0; r < ATV_GROUPS; r++) {
+        const float *src = cluster.map_shared_rank(pub, r);
+        const int32_t b = r * chunk < n_keys ? r * chunk : n_keys, e = b + chunk < n_keys ? b + chunk : n_keys;
+        for (int32_t j = b + (int32_t)threadIdx.x; j < e; j += ATV_THREADS)
+            p[j] = src[j];
+    }
+    __syncthreads();
+    const float inv = att_softmax(p, n_keys, csum, wmax);
+    constexpr int PER = 16 * HD / ATV_THREADS;
+    {
+        const int d = (int)threadIdx.x % HD, u0 = (int)threadIdx.x / HD * PER;
+        const int k0 = 16 * gq + u0;
+        const size_t base = layer_at + (size_t)d;
+        float r[PER];
+#pragma unroll
+        for (int u = 0; u < PER; u++)
+            r[u] = 0.0f;
+        for (int32_t j0 = k0; j0 < n_keys; j0 += 64) {
+            float v[PER];
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                v[u] = j0 + u >= n_keys        ? 0.0f
+                       : QK && j0 + u == pos0 ? vnew[d]
+                                              : cache_get(kv, kv.v, base + (size_t)(j0 + u) * (size_t)kv.kv_dim);
+#pragma unroll
+            for (int u = 0; u < PER; u++)
+                if (j0 + u < n_keys)
+                    r[u] = fmaf(v[u], p[j0 + u] * inv, r[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < PER; u++)
+            acc16[(u0 + u) * HD + d] = r[u];
+    }
+    cluster.sync(); /* every block's accumulators written */
+    if (gq == 0) {
+        /* accumulator k of output d: block k / 16's acc16[(k % 16) HD + d] */
+        const float *a0 = acc16, *a1 = cluster.map_shared_rank(acc16, 1), *a2 = cluster.map_shared_rank(acc16, 2),
+                    *a3 = cluster.map_shared_rank(acc16, 3);
+        for (int d = threadIdx.x; d < HD; d += ATV_THREADS) {
+            float l[16];
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                l[k] = (a0[k * HD + d] + a2[k * HD + d]) + (a1[k * HD + d] + a3[k * HD + d]);
+            out[h * HD + d] = tree16(l);
+        }
+    }
+    cluster.sync(); /* block 0 has read the others' shared memory */
+#else
+    __trap(); /* launched only where the device has clusters (att_split_launch) */
+#endif
+}
+#endif
 
 __global__ static void k_add(float *x, const float *y, int64_t n)
 {
@@ -3472,17 +3691,44 @@ extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int lay
                         eps, cs, n_rot);
 }
 
-/* The one-token attention by k_att_scores and k_att_softmax_v<HD> (heads of
- * 64, 128 or 256): 1 if launched (or failed: *rc), 0 where it does not
- * apply. Its scratch, g->att: a ticket a head (ATT_TICKETS of them first,
+/* The one-token attention (heads of 64, 128 or 256) by k_att_cluster<HD>
+ * where the device has clusters (g->att_cluster) and heads are 64 or 128
+ * wide, else by k_att_scores and
+ * k_att_softmax_v<HD>: 1 if launched (or failed: *rc), 0 where it does not
+ * apply. The second's scratch, g->att: a ticket a head (ATT_TICKETS of them first,
  * zeroed when it is allocated, each back to zero after its launch), the
  * scores (n_head rows of ld) and the 64 accumulators of each output. */
 #define ATT_TICKETS 1024
+
+/* k_att_cluster<HD, QK> where it applies: 1 if launched (or failed: *rc).
+ * Heads of 64 and 128 only: with heads of 256 (b08-Q8_0) it measured 1 %
+ * slower than the two kernels (docs/bench-gpu.txt 2026-12-07 01:29). */
+template <int HD, bool QK>
+static int att_cluster_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int n_head, int n_head_kv,
+                              const float *q, float *out, att_qk qk, int *rc, vt_error *err)
+{
+#if !defined(__HIP_PLATFORM_AMD__)
+    const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
+    const size_t shm = (size_t)(16 * HD + 2 * ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
+    if (!g->att_cluster || HD > 128 || shm > 160 * 1024)
+        return 0;
+    if ((*rc = shm_allow(g, (const void *)k_att_cluster<HD, QK>, shm, err)) == VT_OK)
+        *rc = launch_early(g, 0, k_att_cluster<HD, QK>, (unsigned)(n_head * ATV_GROUPS), ATV_THREADS, shm,
+                           QK ? "k_att_cluster_qk" : "k_att_cluster", err, *kv, layer, n_head, n_head_kv, q, out, qk);
+    return 1;
+#else
+    (void)g, (void)kv, (void)layer, (void)keys_max, (void)n_head, (void)n_head_kv, (void)q, (void)out, (void)qk;
+    (void)rc, (void)err;
+    return 0;
+#endif
+}
 template <int HD>
 static int att_split_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int n_head, int n_head_kv,
                             const float *q, float *out, int *rc, vt_error *err)
 {
     const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
+    if (att_cluster_launch<HD, false>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, att_qk{}, rc, err))
+        return 1;
     const size_t shm = (size_t)(ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
     const size_t tickets_bytes = ATT_TICKETS * sizeof(int);
     const size_t scores_bytes = (size_t)n_head * (size_t)ld * sizeof(float);
@@ -3538,6 +3784,25 @@ extern "C" int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32
         return err->code;
     return launch_early(g, 0, k_attention, (unsigned)(n_tok * n_head), ATT_THREADS, shm, "k_attention", err, *kv,
                         layer, n_head, n_head_kv, hd, q, ldq, out, ldo);
+}
+
+extern "C" int vt_gpu_qk_norm_rope_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max,
+                                             int64_t n_tok, float *q, int64_t ldq, float *k, int64_t ldk,
+                                             const float *v, int64_t ldv, int n_head, int n_head_kv, int64_t hd,
+                                             const float *qw, const float *kw, float eps, const float *cs,
+                                             int64_t n_rot, float *out, int64_t ldo, vt_error *err)
+{
+    int rc = VT_OK;
+    const att_qk qk = { k, v, qw, kw, cs, eps, n_rot };
+    if (g->att_qk && n_tok == 1 && n_head % n_head_kv == 0 && n_rot >= 0 && n_rot <= hd && n_rot % 2 == 0 &&
+        (hd == 128  ? att_cluster_launch<128, true>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, qk, &rc, err)
+         : hd == 64 ? att_cluster_launch<64, true>(g, kv, layer, keys_max, n_head, n_head_kv, q, out, qk, &rc, err)
+                    : 0))
+        return rc;
+    if ((rc = vt_gpu_qk_norm_rope_store(g, kv, layer, n_tok, q, ldq, k, ldk, v, ldv, n_head, n_head_kv, hd, qw, kw,
+                                        eps, cs, n_rot, err)))
+        return rc;
+    return vt_gpu_attention(g, kv, layer, keys_max, n_tok, n_head, n_head_kv, hd, q, ldq, out, ldo, err);
 }
 
 extern "C" int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err)
@@ -3685,15 +3950,15 @@ extern "C" int vt_gpu_l2norm(vt_gpu *g, float *x, int64_t n_tok, int64_t ld, int
                         ld, per_tok, d, eps);
 }
 
-extern "C" int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, const float *w, int K, float *state, int64_t C,
-                                       int n_norm, int64_t d, float eps, float *y, vt_gpu_delta_gates *gates,
-                                       int64_t nv, vt_error *err)
+extern "C" int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, int64_t n_tok, const float *w, int K, float *state,
+                                       int64_t C, int n_norm, int64_t d, float eps, float *y,
+                                       vt_gpu_delta_gates *gates, int64_t nv, vt_error *err)
 {
-    if (K < 1 || K > 8 || d < 32 || d > 1024 || d % 32 || C % d || n_norm < 0 || n_norm > C / d) {
-        int rc = vt_gpu_conv1d(g, x, C, 1, w, K, state, C, y, C, err);
+    if (n_tok != 1 || K < 1 || K > 8 || d < 32 || d > 1024 || d % 32 || C % d || n_norm < 0 || n_norm > C / d) {
+        int rc = vt_gpu_conv1d(g, x, C, n_tok, w, K, state, C, y, C, err);
         if (!rc)
-            rc = vt_gpu_silu_rows(g, y, 1, C, err);
-        return rc ? rc : vt_gpu_l2norm(g, y, 1, C, n_norm, d, eps, err);
+            rc = vt_gpu_silu_rows(g, y, n_tok, C, err);
+        return rc ? rc : vt_gpu_l2norm(g, y, n_tok, C, n_norm, d, eps, err);
     }
     gates->done = 1;
     return launch_early(g, 0, k_conv_silu_l2norm, (unsigned)(C / d + 1), (unsigned)d, (size_t)d * sizeof(float),

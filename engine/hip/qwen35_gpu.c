@@ -263,14 +263,8 @@ static int delta_net_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, const vt_gpu_ad
      *    K head (one token: the three in one launch). */
     const int n_norm = (int)(2 * m->key_dim / d);
     vt_gpu_delta_gates gates = { .beta = m->beta, .alpha = m->alpha, .dt_bias = L->dt_bias, .a = L->ssm_a };
-    if (n_tok == 1) {
-        STEP(vt_gpu_conv_silu_l2norm(g, m->qkv, L->conv, K, cstate, C, n_norm, d, hp->rms_eps, m->conv, &gates, nv,
-                                     err))
-    } else {
-        STEP(vt_gpu_conv1d(g, m->qkv, C, n_tok, L->conv, K, cstate, C, m->conv, C, err))
-        STEP(vt_gpu_silu_rows(g, m->conv, n_tok, C, err))
-        STEP(vt_gpu_l2norm(g, m->conv, n_tok, C, n_norm, d, hp->rms_eps, err))
-    }
+    STEP(vt_gpu_conv_silu_l2norm(g, m->qkv, n_tok, L->conv, K, cstate, C, n_norm, d, hp->rms_eps, m->conv, &gates,
+                                 nv, err))
     /* d. The gated delta rule, its gates (beta = sigmoid(beta), the decay
      *    exp(softplus(alpha + dt_bias) * a)) computed where they are used
      *    unless the one-token launch above computed them. */
@@ -295,11 +289,9 @@ static int attention_mixer(vt_gpu_qwen35 *m, const gpu_layer *L, const vt_gpu_ad
     STEP(an ? vt_gpu_add_norm_matmul_group(g, an, qkv, 3, n_tok, qkv_out, qkv_ld, err)
             : vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
     STEP(vt_gpu_split_qgate(g, m->qfull, n_tok, hp->n_head, hd, m->q, m->qgate, err))
-    STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, L->slot, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
-                                   hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, vt_gpu_step_rope(&m->step),
-                                   hp->n_rot, err))
-    STEP(vt_gpu_attention(g, &m->kv, L->slot, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
-                          err))
+    STEP(vt_gpu_qk_norm_rope_attention(g, &m->kv, L->slot, keys_max, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd,
+                                       hp->n_head, hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps,
+                                       vt_gpu_step_rope(&m->step), hp->n_rot, m->att, qd, err))
     STEP(vt_gpu_mul_sigmoid(g, m->att, m->qgate, n_tok * qd, err))
     STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
     return VT_OK;
@@ -327,14 +319,14 @@ static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out
         /* 2. Token mixing on the RMSNormed stream (after the first layer
          *    with the residual add of the feed-forward before it and this
          *    layer's RMSNorm). */
-        const vt_gpu_add_norm mix = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->attn_norm, hp->rms_eps };
+        const vt_gpu_add_norm mix = vt_gpu_add_norm_next(x, m->proj, m->x, m->x2, m->xn, L->attn_norm, hp->rms_eps);
         const vt_gpu_add_norm *an = l ? &mix : NULL;
         STEP(L->recurrent ? delta_net_mixer(m, L, an, n_tok, err) : attention_mixer(m, L, an, n_tok, keys_max, err))
         if (an)
             x = an->x_out;
         /* 3. Feed-forward: the residual add and the post-attention RMSNorm,
          *    gate, up and SwiGLU (one launch for one token), down. */
-        const vt_gpu_add_norm ffn = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->post_norm, hp->rms_eps };
+        const vt_gpu_add_norm ffn = vt_gpu_add_norm_next(x, m->proj, m->x, m->x2, m->xn, L->post_norm, hp->rms_eps);
         STEP(vt_gpu_add_norm_gate_up_swiglu(g, &ffn, &L->gate, &L->up, n_tok, m->ffg, m->ffu, err))
         x = ffn.x_out;
         STEP(vt_gpu_matmul(g, &L->down, m->ffg, n_tok, m->proj, E, err))

@@ -211,21 +211,20 @@ static int enqueue_batch(void *model, int64_t n_tok, int64_t out0, int64_t n_out
         if (l == 0) {
             STEP(vt_gpu_matmul_group(g, qkv, 3, m->xn, n_tok, qkv_out, qkv_ld, err))
         } else {
-            const vt_gpu_add_norm an = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->attn_norm, hp->rms_eps };
+            const vt_gpu_add_norm an = vt_gpu_add_norm_next(x, m->proj, m->x, m->x2, m->xn, L->attn_norm, hp->rms_eps);
             STEP(vt_gpu_add_norm_matmul_group(g, &an, qkv, 3, n_tok, qkv_out, qkv_ld, err))
             x = an.x_out;
         }
-        /* 3. Per-head RMSNorm and RoPE of Q and K; K and V into the cache. */
-        STEP(vt_gpu_qk_norm_rope_store(g, &m->kv, l, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd, hp->n_head,
-                                       hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, rope, hd, err))
-        /* 4. Causal grouped-query attention. */
-        STEP(vt_gpu_attention(g, &m->kv, l, keys_max, n_tok, hp->n_head, hp->n_head_kv, hd, m->q, qd, m->att, qd,
-                              err))
+        /* 3. Per-head RMSNorm and RoPE of Q and K; K and V into the cache;
+         * 4. causal grouped-query attention (for one token, one launch). */
+        STEP(vt_gpu_qk_norm_rope_attention(g, &m->kv, l, keys_max, n_tok, m->q, qd, m->kb, kvd, m->vb, kvd,
+                                           hp->n_head, hp->n_head_kv, hd, L->q_norm, L->k_norm, hp->rms_eps, rope,
+                                           hd, m->att, qd, err))
         /* 5. Output projection. */
         STEP(vt_gpu_matmul(g, &L->wo, m->att, n_tok, m->proj, E, err))
         /* 6. Feed-forward: the residual add and its RMSNorm, gate and up,
          *    SwiGLU (one launch for one token), down. */
-        const vt_gpu_add_norm an = { x, m->proj, x == m->x ? m->x2 : m->x, m->xn, L->ffn_norm, hp->rms_eps };
+        const vt_gpu_add_norm an = vt_gpu_add_norm_next(x, m->proj, m->x, m->x2, m->xn, L->ffn_norm, hp->rms_eps);
         STEP(vt_gpu_add_norm_gate_up_swiglu(g, &an, &L->gate, &L->up, n_tok, m->gate, m->up, err))
         x = an.x_out;
         STEP(vt_gpu_matmul(g, &L->down, m->gate, n_tok, m->proj, E, err))

@@ -190,6 +190,15 @@ typedef struct vt_gpu_add_norm {
     const float *w;
     float eps;
 } vt_gpu_add_norm;
+/* The stream x, the sublayer's output y and the next RMSNorm (w, eps) as
+ * the models keep them: x_out is whichever of the two stream buffers (a, b)
+ * x is not, xn the product's input. */
+static inline vt_gpu_add_norm vt_gpu_add_norm_next(const float *x, const float *y, float *a, float *b, float *xn,
+                                                   const float *w, float eps)
+{
+    const vt_gpu_add_norm an = { x, y, x == a ? b : a, xn, w, eps };
+    return an;
+}
 /* The add and norm alone (rows of n): x_out and xn written. */
 int vt_gpu_add_norm_alone(vt_gpu *g, const vt_gpu_add_norm *an, int64_t rows, int64_t n, vt_error *err);
 int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
@@ -209,6 +218,14 @@ int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int layer, int64_t
  * shared memory: n_ctx for a captured step. */
 int vt_gpu_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok, int n_head,
                      int n_head_kv, int64_t hd, const float *q, int64_t ldq, float *out, int64_t ldo, vt_error *err);
+/* The two above for one layer (vt_gpu_qk_norm_rope_store, then
+ * vt_gpu_attention): for one token with heads of 64 or 128 on a device
+ * with thread-block clusters, one launch (the same bits; q and k are then
+ * left as they were: only the cache and out are written). */
+int vt_gpu_qk_norm_rope_attention(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int64_t n_tok,
+                                  float *q, int64_t ldq, float *k, int64_t ldk, const float *v, int64_t ldv,
+                                  int n_head, int n_head_kv, int64_t hd, const float *qw, const float *kw, float eps,
+                                  const float *cs, int64_t n_rot, float *out, int64_t ldo, vt_error *err);
 /* x += y over n elements. */
 int vt_gpu_add(vt_gpu *g, float *x, const float *y, int64_t n, vt_error *err);
 /* g = silu(g) * u over rows of n (n a multiple of 16). */
@@ -242,13 +259,15 @@ typedef struct vt_gpu_delta_gates {
     const float *dt_bias, *a;
     int done;
 } vt_gpu_delta_gates;
-/* One token's conv1d (x, C channels), SiLU and the L2 norm of the first
- * n_norm vectors of d, into y: the three above, in one launch where the
- * vectors are whole warps (d a multiple of 32 up to 1024, C of d); that
- * launch also turns the nv gates in place into the delta rule's and sets
- * gates->done (off its critical path: the rule would wait on them). */
-int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, const float *w, int K, float *state, int64_t C, int n_norm,
-                            int64_t d, float eps, float *y, vt_gpu_delta_gates *gates, int64_t nv, vt_error *err);
+/* The causal conv1d of n_tok rows (x, C channels), SiLU and the L2 norm
+ * of the first n_norm vectors of d a row, into y: the three above, in one
+ * launch for one token where the vectors are whole warps (d a multiple of
+ * 32 up to 1024, C of d); that launch also turns the nv gates in place into
+ * the delta rule's and sets gates->done (off its critical path: the rule
+ * would wait on them). */
+int vt_gpu_conv_silu_l2norm(vt_gpu *g, const float *x, int64_t n_tok, const float *w, int K, float *state, int64_t C,
+                            int n_norm, int64_t d, float eps, float *y, vt_gpu_delta_gates *gates, int64_t nv,
+                            vt_error *err);
 int vt_gpu_delta_rule(vt_gpu *g, float *states, int64_t d, const float *conv, int64_t C, int64_t key_dim,
                       int64_t n_k_heads, vt_gpu_delta_gates gates, int64_t nv, int64_t n_tok, float *o, int64_t ldo,
                       vt_error *err);
