@@ -4,7 +4,9 @@
  * step's launch counts (255 on bench-0.6b, 285 on bench-0.8b) and grids of
  * the step's sizes. A step of n launches cannot be faster than its row,
  * whatever its kernels do; the anchor beside it is the memory-bandwidth
- * limit engine_bench prints. Exit 0, 2 no device or bad usage.
+ * limit engine_bench prints. Then what a grid-wide barrier costs inside one
+ * kernel (vt_gpu_barrier_floor): the floor of the step run as one
+ * persistent kernel instead. Exit 0, 2 no device or bad usage.
  * usage: gpu_launch_floor [--device D] [--replays R] */
 #include "engine/hip/vt_gpu.h"
 #include "tests/gpu/gpu_program.h"
@@ -53,6 +55,27 @@ int main(int argc, char **argv)
             rc = vt_gpu_launch_floor(g, ns[i], blocks[j], 256, replays, &us, &err);
             if (rc == VT_OK)
                 printf("%8d %8u %12.2f %12.3f %14.1f\n", ns[i], blocks[j], us, us / ns[i], 1e6 / us);
+        }
+    /* The same floor for the step as one persistent kernel: one launch, a
+     * grid-wide barrier between dependent phases (qwen3's decode step needs
+     * at least five a layer: Q|K|V, attention, o, gate|up, down; 140 and 196
+     * are five and seven for bench-0.6b's 28 layers), one block a
+     * multiprocessor or half of them. */
+    static const int nbar[] = { 1, 140, 196 };
+    if (rc == VT_OK)
+        printf("one kernel of n grid-wide barriers (256 threads a block), %d replays a batch, best of 5\n"
+               "%8s %8s %12s %12s\n", replays, "barriers", "blocks", "us/replay", "us/barrier");
+    for (size_t i = 0; rc == VT_OK && i < sizeof nbar / sizeof nbar[0]; i++)
+        for (int half = 0; rc == VT_OK && half < 2; half++) {
+            double us = 0, us1 = 0;
+            const int sms = vt_gpu_multiprocessors(g);
+            const unsigned blocks = (unsigned)(half && sms > 1 ? sms / 2 : sms);
+            rc = vt_gpu_barrier_floor(g, nbar[i], blocks, 256, replays, &us, &err);
+            if (rc == VT_OK && nbar[i] > 1)
+                rc = vt_gpu_barrier_floor(g, 1, blocks, 256, replays, &us1, &err);
+            if (rc == VT_OK)
+                printf("%8d %8u %12.2f %12s\n", nbar[i], blocks, us,
+                       nbar[i] > 1 ? (snprintf(name, sizeof name, "%.3f", (us - us1) / (nbar[i] - 1)), name) : "-");
         }
     if (rc != VT_OK)
         printf("gpu_launch_floor: %s\n", err.msg);

@@ -136,6 +136,7 @@ struct vt_gpu {
                                   9+; VT_GPU_ATT_CLUSTER=0: k_att_scores, then k_att_softmax_v) */
     int att_qk;                /* and Q/K norm, RoPE and the cache's store in that launch too (VT_GPU_ATT_QK=0: a
                                   k_qk_norm_rope_store launch first) */
+    int att_l1v;               /* that launch asks its V rows into L1 before its wait (VT_GPU_ATT_L1V=0: into L2) */
     int sms;                   /* the device's multiprocessors */
     struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
         const void *fn;
@@ -405,6 +406,8 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     g->att_cluster = known && prop.major >= 9 && !(ac && !strcmp(ac, "0"));
     const char *aq = getenv("VT_GPU_ATT_QK");
     g->att_qk = !(aq && !strcmp(aq, "0"));
+    const char *al = getenv("VT_GPU_ATT_L1V");
+    g->att_l1v = !(al && !strcmp(al, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
@@ -897,36 +900,48 @@ __device__ static double sum_in_order(const float *sq, int64_t n)
     return sum;
 }
 
-/* The mean (float)(sum / n) of the squares sq[0..n) (>= 0, or NaN) with
- * sum their serial double sum, as vt_rmsnorm computes it, by every thread
- * of the block: a tree sum stands in for the serial one wherever
- * mean_of_any_order_sum (engine_math.h) shows it gives the same float;
- * else (about once in 40,000 rows of 1024, and for inf or NaN) thread 0
- * runs the serial loop. Every thread calls it. */
-__device__ static float mean_square_as_serial(const float *sq, int64_t n)
+/* The means (float)(sum / n) of the squares in NA arrays sq[a][0..n)
+ * (>= 0, or NaN), sum each array's serial double sum, as vt_rmsnorm
+ * computes it, by every thread of the block: a tree sum stands in for the
+ * serial one wherever mean_of_any_order_sum (engine_math.h) shows it gives
+ * the same float; else (about once in 40,000 rows of 1024, and for inf or
+ * NaN) the serial loop. One barrier: each warp's partial sums meet in
+ * shared memory, then every warp adds them up itself (an xor butterfly,
+ * the same bits in every lane, since a + b is b + a) and every thread
+ * decides, so no thread waits on thread 0. Every thread calls it; it
+ * reads sq and its shared partials until it returns, so a caller writes sq
+ * (or calls it again) only after a barrier. */
+template <int NA>
+__device__ static void mean_squares_as_serial(const float *const *sq, int64_t n, float *mean)
 {
-    __shared__ double part_s[32];
-    __shared__ float mean_s;
-    double part = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-        part += (double)sq[i];
-    for (int o = 16; o; o >>= 1)
-        part += SHFL_XOR(part, o, 32);
+    __shared__ double part_s[NA][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    if (lane == 0)
-        part_s[warp] = part;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double tree = 0.0;
-        for (int w = 0; w < warps; w++)
-            tree += part_s[w];
-        float mean;
-        if (!mean_of_any_order_sum(tree, n, &mean))
-            mean = (float)(sum_in_order(sq, n) / (double)n);
-        mean_s = mean;
+#pragma unroll
+    for (int a = 0; a < NA; a++) {
+        double part = 0.0;
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+            part += (double)sq[a][i];
+        for (int o = 16; o; o >>= 1)
+            part += SHFL_XOR(part, o, 32);
+        if (lane == 0)
+            part_s[a][warp] = part;
     }
     __syncthreads();
-    return mean_s;
+#pragma unroll
+    for (int a = 0; a < NA; a++) {
+        double tree = lane < warps ? part_s[a][lane] : 0.0;
+        for (int o = 16; o; o >>= 1)
+            tree += SHFL_XOR(tree, o, 32);
+        if (!mean_of_any_order_sum(tree, n, &mean[a]))
+            mean[a] = (float)(sum_in_order(sq[a], n) / (double)n);
+    }
+}
+
+__device__ static float mean_square_as_serial(const float *sq, int64_t n)
+{
+    float mean;
+    mean_squares_as_serial<1>(&sq, n, &mean);
+    return mean;
 }
 
 /* One block per row: every thread squares (the CPU's float products) into
@@ -2174,66 +2189,82 @@ __device__ static float cache_get(const vt_gpu_kv &kv, const void *cache, size_t
     return ((const float *)cache)[at];
 }
 
+#define VT_GPU_MAX_HEAD 512
+#define QK_THREADS 64
+
+/* RMSNorm over n elements, then NeoX RoPE with the angles cs (cos, sin
+ * pairs) over the first n_rot, of NH heads x[h] in shared memory, in
+ * place: x = x * (1 / sqrt(mean + eps)) * w, w[h] the head's weights
+ * (shared), sq[h] n floats of scratch each. The CPU's operations on each
+ * element, so its bits. Every thread calls it, thread t having written
+ * elements t, t + blockDim, ... of each head (it squares the same ones);
+ * its last barrier makes every element visible to every thread. */
+template <int NH>
+__device__ static void qk_norm_rope_head(float *const *x, const float *const *w, int64_t n, float eps,
+                                         const float *cs, int64_t n_rot, float *const *sq)
+{
+#pragma unroll
+    for (int h = 0; h < NH; h++)
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+            sq[h][i] = x[h][i] * x[h][i];
+    __syncthreads();
+    float mean[NH];
+    mean_squares_as_serial<NH>(sq, n, mean);
+#pragma unroll
+    for (int h = 0; h < NH; h++) {
+        const float scale = 1.0f / sqrtf(mean[h] + eps); /* every thread: the same bits */
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+            x[h][i] = x[h][i] * scale * w[h][i];
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < n_rot / 2; i += blockDim.x)
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+            rope_neox_pair(&x[h][i], &x[h][i + n_rot / 2], cs[2 * i], cs[2 * i + 1]);
+    __syncthreads();
+}
+
 /* One block of QK_THREADS per (token, head) of Q, then of K: RMSNorm over
  * the head and NeoX RoPE of its first n_rot dimensions, in place; the
  * blocks of K then store the head's K (so normed and rotated) and V rows
  * into the cache at position *kv.pos + t. The weights and the angles
  * (copied before the step's first kernel, so never a kernel ahead's
- * output) are loaded before the wait; after it the head's x (and V) come
- * in one round into registers, the norm and RoPE work in shared memory,
- * and x and the cache are written once. The same operations on each
- * element as one pass after another, so the same bits. */
-#define VT_GPU_MAX_HEAD 512
-#define QK_THREADS 64
-#define QK_PER (VT_GPU_MAX_HEAD / QK_THREADS)
+ * output) are loaded into shared memory before the wait; after it the
+ * head's x (into shared memory) and V (into registers) come in one round,
+ * qk_norm_rope_head works on x, and x and the cache are written once. */
 __global__ static void __launch_bounds__(QK_THREADS)
     k_qk_norm_rope_store(vt_gpu_kv kv, int layer, float *q, int64_t ldq, float *k, int64_t ldk, const float *v,
                          int64_t ldv, int n_head, int n_head_kv, int64_t hd, const float *qw, const float *kw,
                          float eps, const float *cs, int64_t n_rot)
 {
     GRID_RELEASE();
-    __shared__ float sq[VT_GPU_MAX_HEAD], xs[VT_GPU_MAX_HEAD], cs_s[VT_GPU_MAX_HEAD];
+    __shared__ float sq[VT_GPU_MAX_HEAD], xs[VT_GPU_MAX_HEAD], ws[VT_GPU_MAX_HEAD], cs_s[VT_GPU_MAX_HEAD];
     const int per = n_head + n_head_kv, tid = threadIdx.x;
     const int64_t t = blockIdx.x / per;
     const int h = (int)(blockIdx.x % per), is_k = h >= n_head, kh = h - n_head;
     float *x = is_k ? k + t * ldk + kh * hd : q + t * ldq + h * hd;
     const float *w = is_k ? kw : qw, *vr = is_k ? v + t * ldv + kh * hd : v;
-    float wv[QK_PER], xv[QK_PER], vv[QK_PER];
-#pragma unroll
-    for (int p = 0; p < QK_PER; p++) {
-        const int64_t i = tid + p * QK_THREADS;
-        wv[p] = i < hd ? w[i] : 0.0f;
-    }
+    for (int64_t i = tid; i < hd; i += QK_THREADS)
+        ws[i] = w[i];
     for (int64_t i = tid; i < n_rot; i += QK_THREADS)
         cs_s[i] = cs[t * n_rot + i];
     GRID_WAIT(); /* q, k and v are the product ahead's */
+    float vv[VT_GPU_MAX_HEAD / QK_THREADS] = {};
 #pragma unroll
-    for (int p = 0; p < QK_PER; p++) {
+    for (int p = 0; p < VT_GPU_MAX_HEAD / QK_THREADS; p++) {
         const int64_t i = tid + p * QK_THREADS;
-        xv[p] = i < hd ? x[i] : 0.0f;
-        vv[p] = is_k && i < hd ? vr[i] : 0.0f;
+        if (i < hd) {
+            xs[i] = x[i];
+            vv[p] = is_k ? vr[i] : 0.0f;
+        }
     }
-#pragma unroll
-    for (int p = 0; p < QK_PER; p++) {
-        const int64_t i = tid + p * QK_THREADS;
-        if (i < hd)
-            sq[i] = xv[p] * xv[p];
-    }
-    __syncthreads();
-    const float scale = 1.0f / sqrtf(mean_square_as_serial(sq, hd) + eps); /* every thread: the same bits */
-#pragma unroll
-    for (int p = 0; p < QK_PER; p++) {
-        const int64_t i = tid + p * QK_THREADS;
-        if (i < hd)
-            xs[i] = xv[p] * scale * wv[p];
-    }
-    __syncthreads();
-    for (int64_t i = tid; i < n_rot / 2; i += QK_THREADS)
-        rope_neox_pair(&xs[i], &xs[i + n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
-    __syncthreads();
+    float *const heads[1] = { xs };
+    const float *const wts[1] = { ws };
+    float *const sqs[1] = { sq };
+    qk_norm_rope_head<1>(heads, wts, hd, eps, cs_s, n_rot, sqs);
     const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)(*kv.pos + t)) * (size_t)kv.kv_dim + (size_t)(kh * hd);
 #pragma unroll
-    for (int p = 0; p < QK_PER; p++) {
+    for (int p = 0; p < VT_GPU_MAX_HEAD / QK_THREADS; p++) {
         const int64_t i = tid + p * QK_THREADS;
         if (i < hd) {
             x[i] = xs[i];
@@ -2327,11 +2358,13 @@ __device__ static void att_scores(const vt_gpu_kv &kv, size_t layer_at, const fl
 
 /* The softmax of scores[0 .. n_keys - 1] (shared) in place, each the
  * expf16 of itself less the maximum; returns 1 / their sum, tree16 per 16
- * keys (csum: one float per 16) and the 16-sums added in double in key order
- * by one thread. wmax: one float a warp. Every thread of the block calls it. */
+ * keys (csum: one float per 16) and the 16-sums added in double in key order.
+ * wmax: one float a warp. Every thread of the block calls it, and every
+ * thread takes the maximum of the warps' and adds the 16-sums itself (the
+ * same operations in the same order: the same bits in each), so only two
+ * barriers; it reads scores, csum and wmax until it returns. */
 __device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, float *wmax)
 {
-    __shared__ float inv_s, max_s;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int64_t n16 = (n_keys + 15) / 16 * 16;
     /* The maximum (fmaxf: the same in any order). */
@@ -2343,30 +2376,22 @@ __device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, 
     if (lane == 0)
         wmax[warp] = m;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float mm = -INFINITY;
-        for (int w = 0; w < warps; w++)
-            mm = fmaxf(mm, wmax[w]);
-        max_s = mm;
-    }
-    __syncthreads();
+    float mm = -INFINITY;
+    for (int w = 0; w < warps; w++)
+        mm = fmaxf(mm, wmax[w]);
     for (int64_t c = threadIdx.x; c < n16 / 16; c += blockDim.x) {
         float l[16];
         for (int k = 0; k < 16; k++) {
             const int64_t j = c * 16 + k;
-            l[k] = j < n_keys ? (scores[j] = expf16_body(scores[j] - max_s)) : 0.0f;
+            l[k] = j < n_keys ? (scores[j] = expf16_body(scores[j] - mm)) : 0.0f;
         }
         csum[c] = tree16(l);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        double sum = 0.0;
-        for (int64_t c = 0; c < n16 / 16; c++)
-            sum += (double)csum[c];
-        inv_s = (float)(1.0 / sum);
-    }
-    __syncthreads();
-    return inv_s;
+    double sum = 0.0;
+    for (int64_t c = 0; c < n16 / 16; c++)
+        sum += (double)csum[c];
+    return (float)(1.0 / sum);
 }
 
 /* Asks for the 128-byte lines of cache rows [j_begin, j_end) of one head
@@ -2610,30 +2635,38 @@ __device__ static float cache_round(const vt_gpu_kv &kv, float f)
  * (pub) as k_att_scores does, each block then copying all the head's
  * scores out of the cluster's shared memory (p) and going on as
  * k_att_softmax_v's block r, its 16 accumulators of every output kept in
- * its own shared memory (acc16), which block 0 pairs as the ticket's last
- * block does. No scratch in global memory, no fence, no ticket and one
- * launch fewer a layer; the same operations on the same values in the same
- * order, so the same bits. Shared: acc16 (16 HD), pub and p (n16 each),
- * one sum per 16 keys, one maximum per warp.
+ * its own shared memory (acc16); block r then pairs the four blocks'
+ * accumulators of outputs r HD / 4 .. (r + 1) HD / 4 - 1 as the ticket's
+ * last block does. No scratch in global memory, no fence, no ticket and
+ * one launch fewer a layer; the same operations on the same values in the
+ * same order, so the same bits. Shared: acc16 (16 HD), pub and p (n16
+ * each), one sum per 16 keys, one maximum per warp.
  * QK: the launch takes k_qk_norm_rope_store's place before it too. Every
  * block works out its head's Q and the token's K row (RMSNorm, RoPE) and
- * V row itself, as that kernel's blocks do, and scores key pos0 with that
- * K row and weighs that V row, each read back through the cache's type
- * (cache_round: what the cache would give), so no block reads the row
- * another writes; block 0 of the first Q head of each K head stores the
- * two rows into the cache for later steps. (Q is not written back: only
- * this attention reads it.) */
+ * V row itself, as that kernel's blocks do (qk_norm_rope_head), and scores
+ * key pos0 with that K row and weighs that V row, each read back through
+ * the cache's type (cache_round: what the cache would give), so no block
+ * reads the row another writes; block 0 of the first Q head of each K head
+ * stores the two rows into the cache for later steps. (Q is not written
+ * back: only this attention reads it.)
+ * Each step's reads are issued together before their sums (the cluster's
+ * scores, the V rows of ATV_VB rounds of 64 keys, the pairing's
+ * accumulators), and the V rows of the block's keys are asked into L1
+ * before the wait where l1_v (VT_GPU_ATT_L1V=0: into L2). */
+#define ATV_VB 4
 template <int HD, bool QK>
 __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_THREADS)
-    k_att_cluster(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, const float *q, float *out, att_qk qk)
+    k_att_cluster(vt_gpu_kv kv, int layer, int n_head, int n_head_kv, const float *q, float *out, att_qk qk,
+                  int32_t l1_v)
 {
-    static_assert(ATV_GROUPS == 4, "block 0 pairs four blocks' accumulators");
+    static_assert(ATV_GROUPS == 4, "four blocks' accumulators paired");
     static_assert(!QK || (HD % 64 == 0 && HD <= ATV_THREADS), "att_scores<true> reads whole rows of 64");
     GRID_RELEASE();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ float sh[];
     __shared__ float qs[HD];
     __shared__ float knew[QK ? HD : 1], vnew[QK ? HD : 1], sq[QK ? HD : 1], cs_s[QK ? HD : 1];
+    __shared__ float qw_s[QK ? HD : 1], kw_s[QK ? HD : 1];
     cg::cluster_group cluster = cg::this_cluster();
     const int32_t pos0 = *kv.pos; /* copied before the step's first kernel */
     const int h = (int)(blockIdx.x / ATV_GROUPS), gq = (int)cluster.block_rank(), kvh = h / (n_head / n_head_kv);
@@ -2644,42 +2677,28 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
     const int64_t n16 = (n_keys + 15) / 16 * 16;
     float *acc16 = sh, *pub = acc16 + 16 * HD, *p = pub + n16, *csum = p + n16, *wmax = csum + n16 / 16;
     att_prefetch_rows(kv, kv.k, layer_at, HD, j_begin, j_end < pos0 ? j_end : pos0, 0, 64, INT32_MAX);
-    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16, 0);
+    att_prefetch_rows(kv, kv.v, layer_at, HD, 0, pos0, 16 * gq, 16 * gq + 16, l1_v);
     const int tid = (int)threadIdx.x;
-    float qw = 0.0f, kw = 0.0f; /* QK: the norms' weights and the angles, never a kernel's output */
-    if (QK) {
+    if (QK) { /* the norms' weights and the angles, never a kernel's output */
         if (tid < HD) {
-            qw = qk.qw[tid];
-            kw = qk.kw[tid];
+            qw_s[tid] = qk.qw[tid];
+            kw_s[tid] = qk.kw[tid];
         }
         for (int64_t i = tid; i < qk.n_rot; i += ATV_THREADS)
             cs_s[i] = qk.cs[i];
     }
     GRID_WAIT(); /* q and this token's K and V rows are the kernel ahead's */
-    if (QK) { /* k_qk_norm_rope_store's operations on each element */
-        float xq = 0.0f, xk = 0.0f, xv = 0.0f;
+    if (QK) {
+        float xv = 0.0f;
         if (tid < HD) {
-            xq = q[h * HD + tid];
-            xk = qk.k[kvh * HD + tid];
+            qs[tid] = q[h * HD + tid];
+            knew[tid] = qk.k[kvh * HD + tid];
             xv = qk.v[kvh * HD + tid];
-            sq[tid] = xq * xq;
         }
-        __syncthreads();
-        const float scale_q = 1.0f / sqrtf(mean_square_as_serial(sq, HD) + qk.eps);
-        if (tid < HD)
-            sq[tid] = xk * xk;
-        __syncthreads();
-        const float scale_k = 1.0f / sqrtf(mean_square_as_serial(sq, HD) + qk.eps);
-        if (tid < HD) {
-            qs[tid] = xq * scale_q * qw;
-            knew[tid] = xk * scale_k * kw;
-        }
-        __syncthreads();
-        for (int64_t i = tid; i < qk.n_rot / 2; i += ATV_THREADS) {
-            rope_neox_pair(&qs[i], &qs[i + qk.n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
-            rope_neox_pair(&knew[i], &knew[i + qk.n_rot / 2], cs_s[2 * i], cs_s[2 * i + 1]);
-        }
-        __syncthreads();
+        float *const heads[2] = { qs, knew };
+        const float *const wts[2] = { qw_s, kw_s };
+        float *const sqs[2] = { sq, vnew }; /* vnew: scratch until it is written below */
+        qk_norm_rope_head<2>(heads, wts, HD, qk.eps, cs_s, qk.n_rot, sqs);
         if (tid < HD) {
             if (gq == 0 && h % (n_head / n_head_kv) == 0) {
                 const size_t at = ((size_t)layer * (size_t)kv.n_ctx + (size_t)pos0) * (size_t)kv.kv_dim +
@@ -2697,11 +2716,21 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
     __syncthreads();
     att_scores<QK>(kv, layer_at, qs, HD, j_begin, j_end, 1.0f / sqrtf((float)HD), pub, knew, pos0);
     cluster.sync(); /* every block's scores written */
-    for (int r = 0; r < ATV_GROUPS; r++) {
-        const float *src = cluster.map_shared_rank(pub, r);
-        const int32_t b = r * chunk < n_keys ? r * chunk : n_keys, e = b + chunk < n_keys ? b + chunk : n_keys;
-        for (int32_t j = b + (int32_t)threadIdx.x; j < e; j += ATV_THREADS)
-            p[j] = src[j];
+    {
+        const float *src[ATV_GROUPS];
+#pragma unroll
+        for (int r = 0; r < ATV_GROUPS; r++)
+            src[r] = cluster.map_shared_rank(pub, r);
+        for (int32_t i = tid; i < chunk; i += ATV_THREADS) {
+            float v[ATV_GROUPS];
+#pragma unroll
+            for (int r = 0; r < ATV_GROUPS; r++)
+                v[r] = r * chunk + i < n_keys ? src[r][r * chunk + i] : 0.0f;
+#pragma unroll
+            for (int r = 0; r < ATV_GROUPS; r++)
+                if (r * chunk + i < n_keys)
+                    p[r * chunk + i] = v[r];
+        }
     }
     __syncthreads();
     const float inv = att_softmax(p, n_keys, csum, wmax);
@@ -2714,36 +2743,46 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
 #pragma unroll
         for (int u = 0; u < PER; u++)
             r[u] = 0.0f;
-        for (int32_t j0 = k0; j0 < n_keys; j0 += 64) {
-            float v[PER];
+        for (int32_t j0 = k0; j0 < n_keys; j0 += 64 * ATV_VB) {
+            float v[ATV_VB][PER]; /* every load of the ATV_VB rounds in flight before their products */
 #pragma unroll
-            for (int u = 0; u < PER; u++)
-                v[u] = j0 + u >= n_keys        ? 0.0f
-                       : QK && j0 + u == pos0 ? vnew[d]
-                                              : cache_get(kv, kv.v, base + (size_t)(j0 + u) * (size_t)kv.kv_dim);
+            for (int b = 0; b < ATV_VB; b++)
 #pragma unroll
-            for (int u = 0; u < PER; u++)
-                if (j0 + u < n_keys)
-                    r[u] = fmaf(v[u], p[j0 + u] * inv, r[u]);
+                for (int u = 0; u < PER; u++) {
+                    const int32_t j = j0 + 64 * b + u;
+                    v[b][u] = j >= n_keys        ? 0.0f
+                              : QK && j == pos0 ? vnew[d]
+                                                : cache_get(kv, kv.v, base + (size_t)j * (size_t)kv.kv_dim);
+                }
+#pragma unroll
+            for (int b = 0; b < ATV_VB; b++)
+#pragma unroll
+                for (int u = 0; u < PER; u++)
+                    if (j0 + 64 * b + u < n_keys)
+                        r[u] = fmaf(v[b][u], p[j0 + 64 * b + u] * inv, r[u]);
         }
 #pragma unroll
         for (int u = 0; u < PER; u++)
             acc16[(u0 + u) * HD + d] = r[u];
     }
     cluster.sync(); /* every block's accumulators written */
-    if (gq == 0) {
+    {
         /* accumulator k of output d: block k / 16's acc16[(k % 16) HD + d] */
-        const float *a0 = acc16, *a1 = cluster.map_shared_rank(acc16, 1), *a2 = cluster.map_shared_rank(acc16, 2),
-                    *a3 = cluster.map_shared_rank(acc16, 3);
-        for (int d = threadIdx.x; d < HD; d += ATV_THREADS) {
+        constexpr int DQ = HD / ATV_GROUPS;
+        const float *a[ATV_GROUPS];
+#pragma unroll
+        for (int r = 0; r < ATV_GROUPS; r++)
+            a[r] = cluster.map_shared_rank(acc16, r);
+        if (tid < DQ) {
+            const int d = gq * DQ + tid;
             float l[16];
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                l[k] = (a0[k * HD + d] + a2[k * HD + d]) + (a1[k * HD + d] + a3[k * HD + d]);
+                l[k] = (a[0][k * HD + d] + a[2][k * HD + d]) + (a[1][k * HD + d] + a[3][k * HD + d]);
             out[h * HD + d] = tree16(l);
         }
     }
-    cluster.sync(); /* block 0 has read the others' shared memory */
+    cluster.sync(); /* every block has read the others' shared memory */
 #else
     __trap(); /* launched only where the device has clusters (att_split_launch) */
 #endif
@@ -3093,25 +3132,15 @@ __global__ static void k_floor(unsigned *tick)
         tick[0]++;
 }
 
-extern "C" int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us,
-                                   vt_error *err)
+/* The best mean time (us) of a replay of graph x: five timed batches of
+ * replays after one untimed. */
+static int time_replays(vt_gpu *g, vt_gpu_graph *x, int replays, double *us, vt_error *err)
 {
-    if (n < 1 || replays < 1 || blocks < 1 || threads < 1 || threads > 1024)
-        return vt_error_set(err, VT_EINPUT, "launch floor: n %d, replays %d, blocks %u, threads %u: expected "
-                            "each at least 1, threads at most 1024", n, replays, blocks, threads);
-    unsigned *tick = (unsigned *)vt_gpu_malloc(g, sizeof *tick, err);
-    if (!tick)
-        return err->code;
-    vt_gpu_graph *x = NULL;
     hipEvent_t t0 = NULL, t1 = NULL;
-    int rc = vt_gpu_capture_begin(g, err);
-    for (int i = 0; rc == VT_OK && i < n; i++)
-        rc = launch_early(g, 1, k_floor, blocks, threads, 0, "k_floor", err, tick);
-    if (rc == VT_OK || g->capturing)
-        rc = vt_gpu_capture_end(g, rc, &x, err);
-    hipError_t e = hipSuccess;
-    if (rc == VT_OK && (e = hipEventCreate(&t0)) == hipSuccess)
+    hipError_t e = hipEventCreate(&t0);
+    if (e == hipSuccess)
         e = hipEventCreate(&t1);
+    int rc = VT_OK;
     double best = 0;
     for (int pass = 0; rc == VT_OK && e == hipSuccess && pass < 6; pass++) { /* pass 0 warms up */
         hipEventRecord(t0, g->stream);
@@ -3125,15 +3154,101 @@ extern "C" int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned t
             best = ms * 1e3 / replays;
     }
     if (rc == VT_OK && e != hipSuccess)
-        rc = fail(err, e, "launch floor");
+        rc = fail(err, e, "timing replays");
     if (t0)
         hipEventDestroy(t0);
     if (t1)
         hipEventDestroy(t1);
-    vt_gpu_graph_free(g, x);
-    vt_gpu_mfree(g, tick);
     if (rc == VT_OK)
         *us = best;
+    return rc;
+}
+
+extern "C" int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us,
+                                   vt_error *err)
+{
+    if (n < 1 || replays < 1 || blocks < 1 || threads < 1 || threads > 1024)
+        return vt_error_set(err, VT_EINPUT, "launch floor: n %d, replays %d, blocks %u, threads %u: expected "
+                            "each at least 1, threads at most 1024", n, replays, blocks, threads);
+    unsigned *tick = (unsigned *)vt_gpu_malloc(g, sizeof *tick, err);
+    if (!tick)
+        return err->code;
+    vt_gpu_graph *x = NULL;
+    int rc = vt_gpu_capture_begin(g, err);
+    for (int i = 0; rc == VT_OK && i < n; i++)
+        rc = launch_early(g, 1, k_floor, blocks, threads, 0, "k_floor", err, tick);
+    if (rc == VT_OK || g->capturing)
+        rc = vt_gpu_capture_end(g, rc, &x, err);
+    if (rc == VT_OK)
+        rc = time_replays(g, x, replays, us, err);
+    vt_gpu_graph_free(g, x);
+    vt_gpu_mfree(g, tick);
+    return rc;
+}
+
+/* What a grid-wide barrier costs inside one kernel (the step as one
+ * persistent kernel would pay one between each of its dependent phases):
+ * n barriers in a row, each every block's threads meeting (__syncthreads),
+ * thread 0 adding one to a counter in global memory and reading it back
+ * until every block of the barrier has added, the block meeting again.
+ * The blocks must all be resident at once (blocks at most the
+ * multiprocessors, no other work): a spin that outlasts 2^22 reads sets
+ * sync[2] and gives up rather than hang. The last block out zeroes the
+ * counters for the next replay. */
+__global__ static void k_barriers(unsigned *sync, int n)
+{
+    const unsigned blocks = gridDim.x;
+    volatile unsigned *count = sync;
+    for (int k = 0; k < n; k++) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&sync[0], 1u);
+            const unsigned target = (unsigned)(k + 1) * blocks;
+            unsigned spins = 0;
+            while (*count < target && ++spins < (1u << 22))
+                ;
+            if (spins >= (1u << 22))
+                atomicExch(&sync[2], 1u);
+            __threadfence();
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && atomicAdd(&sync[1], 1u) == blocks - 1) {
+        sync[0] = 0;
+        sync[1] = 0;
+    }
+}
+
+extern "C" int vt_gpu_multiprocessors(const vt_gpu *g) { return g->sms; }
+
+extern "C" int vt_gpu_barrier_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us,
+                                    vt_error *err)
+{
+    if (n < 1 || replays < 1 || blocks < 1 || (int)blocks > g->sms || threads < 1 || threads > 1024)
+        return vt_error_set(err, VT_EINPUT, "barrier floor: n %d, replays %d, blocks %u, threads %u: expected "
+                            "each at least 1, blocks at most the %d multiprocessors, threads at most 1024", n,
+                            replays, blocks, threads, g->sms);
+    unsigned *sync = (unsigned *)vt_gpu_malloc(g, 3 * sizeof *sync, err);
+    if (!sync)
+        return err->code;
+    vt_gpu_graph *x = NULL;
+    unsigned fault = 0;
+    int rc = vt_gpu_zero(g, sync, 3 * sizeof *sync, err);
+    if (rc == VT_OK)
+        rc = vt_gpu_capture_begin(g, err);
+    if (rc == VT_OK)
+        rc = launch_early(g, 1, k_barriers, blocks, threads, 0, "k_barriers", err, sync, n);
+    if (rc == VT_OK || g->capturing)
+        rc = vt_gpu_capture_end(g, rc, &x, err);
+    if (rc == VT_OK)
+        rc = time_replays(g, x, replays, us, err);
+    if (rc == VT_OK)
+        rc = vt_gpu_to_host(g, &fault, sync + 2, sizeof fault, err);
+    if (rc == VT_OK && fault)
+        rc = vt_error_set(err, VT_EINPUT, "barrier floor: %u blocks were not all resident at once", blocks);
+    vt_gpu_graph_free(g, x);
+    vt_gpu_mfree(g, sync);
     return rc;
 }
 
@@ -3691,37 +3806,47 @@ extern "C" int vt_gpu_qk_norm_rope_store(vt_gpu *g, const vt_gpu_kv *kv, int lay
                         eps, cs, n_rot);
 }
 
-/* The one-token attention (heads of 64, 128 or 256) by k_att_cluster<HD>
- * where the device has clusters (g->att_cluster) and heads are 64 or 128
- * wide, else by k_att_scores and
- * k_att_softmax_v<HD>: 1 if launched (or failed: *rc), 0 where it does not
- * apply. The second's scratch, g->att: a ticket a head (ATT_TICKETS of them first,
- * zeroed when it is allocated, each back to zero after its launch), the
- * scores (n_head rows of ld) and the 64 accumulators of each output. */
+/* The one-token attention's scratch where it takes two kernels, g->att: a
+ * ticket a head (ATT_TICKETS of them first, zeroed when it is allocated,
+ * each back to zero after its launch), the scores (n_head rows of ld) and
+ * the 64 accumulators of each output. */
 #define ATT_TICKETS 1024
 
-/* k_att_cluster<HD, QK> where it applies: 1 if launched (or failed: *rc).
- * Heads of 64 and 128 only: with heads of 256 (b08-Q8_0) it measured 1 %
- * slower than the two kernels (docs/bench-gpu.txt 2026-12-07 01:29). */
+/* k_att_cluster<HD, QK> where the device has clusters (g->att_cluster) and
+ * heads are 64 or 128 wide: 1 if launched (or failed: *rc), 0 where it
+ * does not apply. Heads of 256 (b08-Q8_0) measured 1 % slower this way
+ * than by the two kernels (docs/bench-gpu.txt 2026-12-07 01:29), so that
+ * instantiation is never made. */
 template <int HD, bool QK>
 static int att_cluster_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int n_head, int n_head_kv,
                               const float *q, float *out, att_qk qk, int *rc, vt_error *err)
 {
 #if !defined(__HIP_PLATFORM_AMD__)
-    const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
-    const size_t shm = (size_t)(16 * HD + 2 * ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
-    if (!g->att_cluster || HD > 128 || shm > 160 * 1024)
+    if constexpr (HD > 128) {
+        (void)g, (void)kv, (void)layer, (void)keys_max, (void)n_head, (void)n_head_kv, (void)q, (void)out, (void)qk;
+        (void)rc, (void)err;
         return 0;
-    if ((*rc = shm_allow(g, (const void *)k_att_cluster<HD, QK>, shm, err)) == VT_OK)
-        *rc = launch_early(g, 0, k_att_cluster<HD, QK>, (unsigned)(n_head * ATV_GROUPS), ATV_THREADS, shm,
-                           QK ? "k_att_cluster_qk" : "k_att_cluster", err, *kv, layer, n_head, n_head_kv, q, out, qk);
-    return 1;
+    } else {
+        const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
+        const size_t shm = (size_t)(16 * HD + 2 * ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
+        if (!g->att_cluster || shm > 160 * 1024)
+            return 0;
+        if ((*rc = shm_allow(g, (const void *)k_att_cluster<HD, QK>, shm, err)) == VT_OK)
+            *rc = launch_early(g, 0, k_att_cluster<HD, QK>, (unsigned)(n_head * ATV_GROUPS), ATV_THREADS, shm,
+                               QK ? "k_att_cluster_qk" : "k_att_cluster", err, *kv, layer, n_head, n_head_kv, q, out,
+                               qk, g->att_l1v ? (int32_t)INT32_MAX : (int32_t)0);
+        return 1;
+    }
 #else
     (void)g, (void)kv, (void)layer, (void)keys_max, (void)n_head, (void)n_head_kv, (void)q, (void)out, (void)qk;
     (void)rc, (void)err;
     return 0;
 #endif
 }
+
+/* The one-token attention (heads of 64, 128 or 256) by k_att_cluster<HD,
+ * false> where that applies, else by k_att_scores and k_att_softmax_v<HD>:
+ * 1 if launched (or failed: *rc), 0 where neither applies. */
 template <int HD>
 static int att_split_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t keys_max, int n_head, int n_head_kv,
                             const float *q, float *out, int *rc, vt_error *err)

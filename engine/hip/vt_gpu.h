@@ -122,6 +122,13 @@ int vt_gpu_read_bandwidth(int device, size_t bytes, int passes, double *bytes_pe
  * launched as the decode step's are, takes a replay: the best mean of five
  * timed batches of replays (after one untimed). */
 int vt_gpu_launch_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us, vt_error *err);
+/* The device's multiprocessors (compute units). */
+int vt_gpu_multiprocessors(const vt_gpu *g);
+/* The time (us) a replay of one kernel of n grid-wide barriers takes
+ * (blocks at most the device's multiprocessors, all resident at once):
+ * what a step run as one persistent kernel pays a dependent phase. Measured
+ * as vt_gpu_launch_floor's. */
+int vt_gpu_barrier_floor(vt_gpu *g, int n, unsigned blocks, unsigned threads, int replays, double *us, vt_error *err);
 
 /* A weight matrix in its codec, rows packed as in the GGUF file. */
 typedef struct vt_gpu_mat {
