@@ -66,6 +66,18 @@ __device__ unsigned vt_trace_n;
  * every block of the one ahead has entered), so entry i is kernel i's. */
 __device__ unsigned long long vt_trace_e[TRACE_CAP], vt_trace_r[TRACE_CAP];
 __device__ unsigned vt_trace_en, vt_trace_rn;
+/* And every block's first thread: its grid's id (%gridid, one a launch),
+ * its entry, its reaching its wait, the wait's return and its end, one
+ * record a block in arrival order, so that each kernel's slowest block
+ * shows; and up to TRACE_MARKS marks (TRACE_MARK(k)) a kernel may set
+ * between its wait and its end, to split its work into steps. */
+#define TRACE_MARKS 4
+struct trace_blk {
+    unsigned long long grid, e, r, t, x, m[TRACE_MARKS];
+};
+#define TRACE_BLOCKS (1 << 17)
+__device__ trace_blk vt_trace_b[TRACE_BLOCKS];
+__device__ unsigned vt_trace_bn;
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(VT_GPU_TRACE)
 __device__ static inline void trace_stamp_into(unsigned long long *list, unsigned *n)
@@ -78,21 +90,65 @@ __device__ static inline void trace_stamp_into(unsigned long long *list, unsigne
             list[i] = t;
     }
 }
+__device__ static inline unsigned long long trace_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ static inline unsigned trace_block_enter()
+{
+    if (threadIdx.x | threadIdx.y | threadIdx.z)
+        return TRACE_BLOCKS;
+    const unsigned i = atomicAdd(&vt_trace_bn, 1u);
+    if (i < TRACE_BLOCKS) {
+        unsigned long long id;
+        asm volatile("mov.u64 %0, %%gridid;" : "=l"(id));
+        vt_trace_b[i].grid = id;
+        for (int k = 0; k < TRACE_MARKS; k++)
+            vt_trace_b[i].m[k] = 0;
+        vt_trace_b[i].e = trace_now();
+    }
+    return i;
+}
+/* The block's end: first thread's, when it leaves the kernel's scope. */
+struct trace_end {
+    unsigned slot;
+    __device__ ~trace_end()
+    {
+        if (slot < TRACE_BLOCKS)
+            vt_trace_b[slot].x = trace_now();
+    }
+};
+#define TRACE_MARK(k)                                                                                                 \
+    do {                                                                                                              \
+        if (vt_trace_slot_ < TRACE_BLOCKS)                                                                            \
+            vt_trace_b[vt_trace_slot_].m[k] = trace_now();                                                            \
+    } while (0)
 #define GRID_WAIT()                                                                                                   \
     do {                                                                                                              \
+        if (vt_trace_slot_ < TRACE_BLOCKS)                                                                            \
+            vt_trace_b[vt_trace_slot_].r = trace_now();                                                               \
         trace_stamp_into(vt_trace_r, &vt_trace_rn);                                                                   \
         asm volatile("griddepcontrol.wait;" ::: "memory");                                                            \
         trace_stamp_into(vt_trace_t, &vt_trace_n);                                                                    \
+        if (vt_trace_slot_ < TRACE_BLOCKS)                                                                            \
+            vt_trace_b[vt_trace_slot_].t = trace_now();                                                               \
     } while (0)
 #define GRID_RELEASE()                                                                                                \
+    const unsigned vt_trace_slot_ = trace_block_enter();                                                              \
+    const trace_end vt_trace_end_{ vt_trace_slot_ };                                                                  \
     do {                                                                                                              \
+        (void)vt_trace_slot_;                                                                                         \
         trace_stamp_into(vt_trace_e, &vt_trace_en);                                                                   \
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                                               \
     } while (0)
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TRACE_MARK(k) ((void)0)
 #define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define GRID_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
 #else
+#define TRACE_MARK(k) ((void)0)
 #define GRID_WAIT() ((void)0)
 #define GRID_RELEASE() ((void)0)
 #endif
@@ -136,6 +192,9 @@ struct vt_gpu {
                                   9+; VT_GPU_ATT_CLUSTER=0: k_att_scores, then k_att_softmax_v) */
     int att_qk;                /* and Q/K norm, RoPE and the cache's store in that launch too (VT_GPU_ATT_QK=0: a
                                   k_qk_norm_rope_store launch first) */
+    int mv1_max_blocks;        /* one-token Q8_0 products launch at most this many blocks where 16 rows a block
+                                  allow: four a multiprocessor, so all are resident beside the kernels around them
+                                  (VT_GPU_MV1_MAX_BLOCKS=N; 0: rows as mv1_rows_per_block alone) */
     int att_l1v;               /* that launch asks its V rows into L1 before its wait (VT_GPU_ATT_L1V=0: into L2) */
     int sms;                   /* the device's multiprocessors */
     struct {                   /* k_mv1_*_warps kernels (fn) and sizes (shm): their blocks resident at once */
@@ -165,6 +224,13 @@ struct vt_gpu {
     int trace_three;                      /* the replays summed so */
     const char *trace_of[TRACE_NAMES];
     int trace_len, trace_steps, trace_skipped, trace_skipped_n; /* the stamps of the last skipped replay */
+    double trace_blocks[TRACE_NAMES];     /* every block (the replays of trace_all summed): blocks, and from */
+    double trace_lastin_us[TRACE_NAMES];  /* the kernel's first wait return, its last block's entry, its last */
+    double trace_lastat_us[TRACE_NAMES];  /* block's reaching its wait, its last wait return */
+    double trace_lastback_us[TRACE_NAMES];
+    double trace_lastend_us[TRACE_NAMES]; /* and its last block's end */
+    double trace_mark_us[TRACE_NAMES][TRACE_MARKS]; /* the blocks' mean TRACE_MARK(k) from their wait return */
+    int trace_all;
     hipEvent_t trace_ev[2];               /* around each traced replay: the whole step, copies and all */
     double trace_replay_us;
 #endif
@@ -409,6 +475,8 @@ extern "C" vt_gpu *vt_gpu_open(int device, vt_error *err)
     const char *al = getenv("VT_GPU_ATT_L1V");
     g->att_l1v = !(al && !strcmp(al, "0"));
     g->sms = known ? prop.multiProcessorCount : 0;
+    const char *mb = getenv("VT_GPU_MV1_MAX_BLOCKS");
+    g->mv1_max_blocks = mb ? atoi(mb) : 4 * g->sms;
 #endif
     hipError_t e = hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking);
     if (e != hipSuccess) {
@@ -593,6 +661,68 @@ extern "C" int vt_gpu_capture_end(vt_gpu *g, int rc, vt_gpu_graph **out, vt_erro
 }
 
 #ifdef VT_GPU_TRACE
+/* The records of one replay's blocks grouped by launch (grid id), the
+ * groups in order of their first entry: kernels enter in step order. */
+struct trace_group {
+    unsigned long long grid, e0, e1, r1, t0, t1, x1;
+    unsigned n, mn[TRACE_MARKS];
+    double ms[TRACE_MARKS]; /* marks from their block's wait return, summed over the blocks that set them */
+};
+static int trace_by_grid(const void *a, const void *b)
+{
+    const trace_blk *x = (const trace_blk *)a, *y = (const trace_blk *)b;
+    return x->grid < y->grid ? -1 : x->grid > y->grid;
+}
+static int trace_by_entry(const void *a, const void *b)
+{
+    const trace_group *x = (const trace_group *)a, *y = (const trace_group *)b;
+    return x->e0 < y->e0 ? -1 : x->e0 > y->e0;
+}
+static void trace_blocks_sum(vt_gpu *g, unsigned n_kernels)
+{
+    static trace_blk b[TRACE_BLOCKS];
+    static trace_group grp[TRACE_NAMES];
+    unsigned bn = 0;
+    if (hipMemcpyFromSymbol(&bn, vt_trace_bn, sizeof bn) != hipSuccess || bn > TRACE_BLOCKS ||
+        hipMemcpyFromSymbol(b, vt_trace_b, (size_t)bn * sizeof b[0]) != hipSuccess)
+        return;
+    qsort(b, bn, sizeof b[0], trace_by_grid);
+    unsigned ng = 0;
+    for (unsigned i = 0; i < bn; i++) {
+        if (!i || b[i].grid != b[i - 1].grid) {
+            if (ng == TRACE_NAMES)
+                return;
+            grp[ng++] = (trace_group){ b[i].grid, b[i].e, b[i].e, b[i].r, b[i].t, b[i].t, b[i].x, 0, {}, {} };
+        }
+        trace_group *q = &grp[ng - 1];
+        q->n++;
+        q->x1 = b[i].x > q->x1 ? b[i].x : q->x1;
+        for (int k = 0; k < TRACE_MARKS; k++)
+            if (b[i].m[k]) {
+                q->mn[k]++;
+                q->ms[k] += ((double)b[i].m[k] - (double)b[i].t) * 1e-3;
+            }
+        q->e0 = b[i].e < q->e0 ? b[i].e : q->e0;
+        q->e1 = b[i].e > q->e1 ? b[i].e : q->e1;
+        q->r1 = b[i].r > q->r1 ? b[i].r : q->r1;
+        q->t0 = b[i].t < q->t0 ? b[i].t : q->t0;
+        q->t1 = b[i].t > q->t1 ? b[i].t : q->t1;
+    }
+    if (ng != n_kernels)
+        return;
+    qsort(grp, ng, sizeof grp[0], trace_by_entry);
+    for (unsigned i = 0; i < ng; i++) {
+        g->trace_blocks[i] += grp[i].n;
+        g->trace_lastin_us[i] += ((double)grp[i].e1 - (double)grp[i].t0) * 1e-3;
+        g->trace_lastat_us[i] += ((double)grp[i].r1 - (double)grp[i].t0) * 1e-3;
+        g->trace_lastback_us[i] += ((double)grp[i].t1 - (double)grp[i].t0) * 1e-3;
+        g->trace_lastend_us[i] += ((double)grp[i].x1 - (double)grp[i].t0) * 1e-3;
+        for (int k = 0; k < TRACE_MARKS; k++)
+            g->trace_mark_us[i][k] += grp[i].mn[k] ? grp[i].ms[k] / grp[i].mn[k] : 0.0;
+    }
+    g->trace_all++;
+}
+
 /* One replay of x alone on the device (the stream drained before and
  * after: the step's own timing is its kernels'), its stamps added to g's
  * sums when there is one a kernel and x has the length of the replays
@@ -606,6 +736,7 @@ static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
     TRY(hipMemcpyToSymbol(vt_trace_n, &zero, sizeof zero), "hipMemcpyToSymbol");
     TRY(hipMemcpyToSymbol(vt_trace_en, &zero, sizeof zero), "hipMemcpyToSymbol");
     TRY(hipMemcpyToSymbol(vt_trace_rn, &zero, sizeof zero), "hipMemcpyToSymbol");
+    TRY(hipMemcpyToSymbol(vt_trace_bn, &zero, sizeof zero), "hipMemcpyToSymbol");
     if (!g->trace_ev[0]) {
         TRY(hipEventCreate(&g->trace_ev[0]), "hipEventCreate");
         TRY(hipEventCreate(&g->trace_ev[1]), "hipEventCreate");
@@ -630,6 +761,7 @@ static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
         g->trace_of[i] = x->names[i];
     }
     g->trace_steps++;
+    trace_blocks_sum(g, n);
     TRY(hipMemcpyFromSymbol(&en, vt_trace_en, sizeof en), "hipMemcpyFromSymbol");
     TRY(hipMemcpyFromSymbol(&rn, vt_trace_rn, sizeof rn), "hipMemcpyFromSymbol");
     if (en != n || rn != n)
@@ -685,6 +817,38 @@ static void trace_report(vt_gpu *g)
             }
         fprintf(stderr, "  %-28s %5d %9.2f %8.2f %8.2f %8.2f %8.2f\n", g->trace_of[i], count, sum, sum / count,
                 ahead / count, before / count, waiting / count);
+    }
+    if (!g->trace_all)
+        return;
+    const double ka = 1.0 / g->trace_all;
+    fprintf(stderr, "gpu trace, every block (%d replays): by kernel name, blocks a launch, and from the launch's "
+            "first wait return, when its last block entered, reached its wait, came back from it and ended, mean "
+            "us; then where a kernel marks its steps, the blocks' mean marks 0..3 from their own wait return\n",
+            g->trace_all);
+    for (int i = 0; i + 1 < g->trace_len; i++) {
+        int seen = 0, count = 0;
+        double blocks = 0.0, in = 0.0, at = 0.0, back = 0.0, end = 0.0, mk[TRACE_MARKS] = {};
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(g->trace_of[j], g->trace_of[i]);
+        if (seen)
+            continue;
+        for (int j = i; j + 1 < g->trace_len; j++)
+            if (!strcmp(g->trace_of[j], g->trace_of[i])) {
+                count++;
+                blocks += g->trace_blocks[j] * ka;
+                in += g->trace_lastin_us[j] * ka;
+                at += g->trace_lastat_us[j] * ka;
+                back += g->trace_lastback_us[j] * ka;
+                end += g->trace_lastend_us[j] * ka;
+                for (int m = 0; m < TRACE_MARKS; m++)
+                    mk[m] += g->trace_mark_us[j][m] * ka;
+            }
+        fprintf(stderr, "  %-28s %5d %8.1f %8.2f %8.2f %8.2f %8.2f", g->trace_of[i], count, blocks / count,
+                in / count, at / count, back / count, end / count);
+        for (int m = 0; m < TRACE_MARKS; m++)
+            if (mk[m] != 0.0)
+                fprintf(stderr, "  m%d %6.2f", m, mk[m] / count);
+        fputc('\n', stderr);
     }
 }
 #endif
@@ -1691,8 +1855,10 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     else
         mv1_quantize_q8_0(x, nb, xq, xd);
     __syncthreads();
+    TRACE_MARK(0);
     mv1_sums_q8_0<R>(rows, row_bytes, nb, xq, xd, ss, sd);
     __syncthreads();
+    TRACE_MARK(1);
     __shared__ float pair_out[R];
     mv1_chains_q8_0<R>(parts, row0, total_rows, nb, ss, sd, EPI == MV1_SWIGLU ? pair_out : NULL);
     if (EPI == MV1_SWIGLU)
@@ -2714,8 +2880,10 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
             qs[d] = q[h * HD + d];
     }
     __syncthreads();
+    TRACE_MARK(0);
     att_scores<QK>(kv, layer_at, qs, HD, j_begin, j_end, 1.0f / sqrtf((float)HD), pub, knew, pos0);
     cluster.sync(); /* every block's scores written */
+    TRACE_MARK(1);
     {
         const float *src[ATV_GROUPS];
 #pragma unroll
@@ -2734,6 +2902,7 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
     }
     __syncthreads();
     const float inv = att_softmax(p, n_keys, csum, wmax);
+    TRACE_MARK(2);
     constexpr int PER = 16 * HD / ATV_THREADS;
     {
         const int d = (int)threadIdx.x % HD, u0 = (int)threadIdx.x / HD * PER;
@@ -2766,6 +2935,7 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
             acc16[(u0 + u) * HD + d] = r[u];
     }
     cluster.sync(); /* every block's accumulators written */
+    TRACE_MARK(3);
     {
         /* accumulator k of output d: block k / 16's acc16[(k % 16) HD + d] */
         constexpr int DQ = HD / ATV_GROUPS;
@@ -3507,6 +3677,27 @@ static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, 
     return R && *shm <= 48 * 1024 ? R : 0;
 }
 
+/* R doubled, up to 16, while a Q8_0 product of rows rows would launch
+ * more than g->mv1_max_blocks blocks (*shm made again): the trace of every
+ * block (docs/bench-gpu.txt 2026-12-07 07:46) shows the last blocks of the
+ * 512- and 927-block products reaching their wait 2 and 8 us after it was
+ * released, their row copies on the step's critical path. */
+static int mv1_fewer_blocks(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, int64_t rows, int R, size_t *shm)
+{
+    if (!g->mv1_max_blocks || w->type != VT_TYPE_Q8_0 || R < 2 || R > 8)
+        return R;
+    int r = R;
+    while (r < 16 && (rows + r - 1) / r > g->mv1_max_blocks)
+        r *= 2;
+    if (r != R) {
+        const size_t s = mv1_shm(r, w->row_bytes, w->cols, nb);
+        if (s > 48 * 1024)
+            return R;
+        *shm = s;
+    }
+    return r;
+}
+
 /* The one-token kernel of R rows a block with epilogue EPI. */
 template <int R, int EPI>
 static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, const float *x,
@@ -3626,7 +3817,9 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     if (mv1_warps(g, w, parts, rows, nb, n_tok, x, 0, NULL, &rc, err))
         return rc;
     size_t shm1 = 0;
-    const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
+    int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
+    if (R && R != 16)
+        R = mv1_fewer_blocks(g, w, nb, rows, R, &shm1);
     if (R)
         return R == 16 ? mv1_launch<16, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
                : R == 8 ? mv1_launch<8, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
@@ -3822,11 +4015,7 @@ static int att_cluster_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t
                               const float *q, float *out, att_qk qk, int *rc, vt_error *err)
 {
 #if !defined(__HIP_PLATFORM_AMD__)
-    if constexpr (HD > 128) {
-        (void)g, (void)kv, (void)layer, (void)keys_max, (void)n_head, (void)n_head_kv, (void)q, (void)out, (void)qk;
-        (void)rc, (void)err;
-        return 0;
-    } else {
+    if constexpr (HD <= 128) {
         const int64_t ld = ((int64_t)keys_max + 15) / 16 * 16;
         const size_t shm = (size_t)(16 * HD + 2 * ld + ld / 16 + ATV_THREADS / 32) * sizeof(float);
         if (!g->att_cluster || shm > 160 * 1024)
@@ -3837,11 +4026,10 @@ static int att_cluster_launch(vt_gpu *g, const vt_gpu_kv *kv, int layer, int32_t
                                qk, g->att_l1v ? (int32_t)INT32_MAX : (int32_t)0);
         return 1;
     }
-#else
+#endif
     (void)g, (void)kv, (void)layer, (void)keys_max, (void)n_head, (void)n_head_kv, (void)q, (void)out, (void)qk;
     (void)rc, (void)err;
     return 0;
-#endif
 }
 
 /* The one-token attention (heads of 64, 128 or 256) by k_att_cluster<HD,
@@ -4004,10 +4192,14 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         int64_t rows = 0;
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
-        const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
-        if ((R == 8 || R == 2) && shm + (size_t)nb * 32 * sizeof(float) <= 48 * 1024)
-            return R == 8 ? mv1_launch_norm<8>(g, w, parts, rows, nb, shm, an, err)
-                          : mv1_launch_norm<2>(g, w, parts, rows, nb, shm, an, err);
+        int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
+        if (R == 8 || R == 2)
+            R = mv1_fewer_blocks(g, w, nb, rows, R, &shm);
+        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 32 * sizeof(float) <= 48 * 1024)
+            return R == 16 ? mv1_launch_norm<16>(g, w, parts, rows, nb, shm, an, err)
+                   : R == 8 ? mv1_launch_norm<8>(g, w, parts, rows, nb, shm, an, err)
+                   : R == 4 ? mv1_launch_norm<4>(g, w, parts, rows, nb, shm, an, err)
+                            : mv1_launch_norm<2>(g, w, parts, rows, nb, shm, an, err);
     }
     const int rc = vt_gpu_add_norm_alone(g, an, n_tok, ws[0]->cols, err);
     return rc ? rc : vt_gpu_matmul_group(g, ws, n, an->xn, n_tok, ys, ldys, err);
