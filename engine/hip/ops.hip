@@ -2528,36 +2528,55 @@ __device__ static void att_scores(const vt_gpu_kv &kv, size_t layer_at, const fl
  * wmax: one float a warp. Every thread of the block calls it, and every
  * thread takes the maximum of the warps' and adds the 16-sums itself (the
  * same operations in the same order: the same bits in each), so only two
- * barriers; it reads scores, csum and wmax until it returns. */
-__device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, float *wmax)
+ * barriers; it reads scores, csum and wmax until it returns.
+ * att_softmax_max: the first step, each warp's maximum of the values m its
+ * threads hold (fmaxf: the same in any order) into wmax; a barrier must
+ * follow. att_softmax_exp_sum: the rest, after that barrier. Each key's
+ * expf16 by its own thread, and the tree16 of each 16 by shuffles in a
+ * half-warp: lane k adds lane k + 8's, then k + 4's, k + 2's and k + 1's,
+ * the pairs tree16 adds, in its order. */
+__device__ static void att_softmax_max(float m, float *wmax)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int64_t n16 = (n_keys + 15) / 16 * 16;
-    /* The maximum (fmaxf: the same in any order). */
-    float m = -INFINITY;
-    for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
-        m = fmaxf(m, scores[j]);
     for (int o = 16; o; o >>= 1)
         m = fmaxf(m, SHFL_XOR(m, o, 32));
-    if (lane == 0)
-        wmax[warp] = m;
-    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        wmax[threadIdx.x >> 5] = m;
+}
+
+__device__ static float att_softmax_exp_sum(float *scores, int32_t n_keys, float *csum, const float *wmax)
+{
+    const int warps = blockDim.x >> 5;
+    const int64_t n16 = (n_keys + 15) / 16 * 16;
     float mm = -INFINITY;
     for (int w = 0; w < warps; w++)
         mm = fmaxf(mm, wmax[w]);
-    for (int64_t c = threadIdx.x; c < n16 / 16; c += blockDim.x) {
-        float l[16];
-        for (int k = 0; k < 16; k++) {
-            const int64_t j = c * 16 + k;
-            l[k] = j < n_keys ? (scores[j] = expf16_body(scores[j] - mm)) : 0.0f;
-        }
-        csum[c] = tree16(l);
+    for (int64_t j0 = 0; j0 < n16; j0 += blockDim.x) { /* every thread the same rounds: the shuffles' lanes all in */
+        const int64_t j = j0 + threadIdx.x;
+        float e = 0.0f;
+        if (j < n_keys)
+            scores[j] = e = expf16_body(scores[j] - mm);
+        e = e + SHFL_DOWN(e, 8, 16);
+        e = e + SHFL_DOWN(e, 4, 16);
+        e = e + SHFL_DOWN(e, 2, 16);
+        e = e + SHFL_DOWN(e, 1, 16);
+        if ((threadIdx.x & 15) == 0 && j < n16)
+            csum[j / 16] = e;
     }
     __syncthreads();
     double sum = 0.0;
     for (int64_t c = 0; c < n16 / 16; c++)
         sum += (double)csum[c];
     return (float)(1.0 / sum);
+}
+
+__device__ static float att_softmax(float *scores, int32_t n_keys, float *csum, float *wmax)
+{
+    float m = -INFINITY;
+    for (int32_t j = threadIdx.x; j < n_keys; j += blockDim.x)
+        m = fmaxf(m, scores[j]);
+    att_softmax_max(m, wmax);
+    __syncthreads();
+    return att_softmax_exp_sum(scores, n_keys, csum, wmax);
 }
 
 /* Asks for the 128-byte lines of cache rows [j_begin, j_end) of one head
@@ -2885,10 +2904,12 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
     cluster.sync(); /* every block's scores written */
     TRACE_MARK(1);
     {
+        /* every key's score copied once, its maximum taken on the way (att_softmax's first step) */
         const float *src[ATV_GROUPS];
 #pragma unroll
         for (int r = 0; r < ATV_GROUPS; r++)
             src[r] = cluster.map_shared_rank(pub, r);
+        float m = -INFINITY;
         for (int32_t i = tid; i < chunk; i += ATV_THREADS) {
             float v[ATV_GROUPS];
 #pragma unroll
@@ -2896,12 +2917,15 @@ __global__ static void __cluster_dims__(ATV_GROUPS, 1, 1) __launch_bounds__(ATV_
                 v[r] = r * chunk + i < n_keys ? src[r][r * chunk + i] : 0.0f;
 #pragma unroll
             for (int r = 0; r < ATV_GROUPS; r++)
-                if (r * chunk + i < n_keys)
+                if (r * chunk + i < n_keys) {
                     p[r * chunk + i] = v[r];
+                    m = fmaxf(m, v[r]);
+                }
         }
+        att_softmax_max(m, wmax);
     }
     __syncthreads();
-    const float inv = att_softmax(p, n_keys, csum, wmax);
+    const float inv = att_softmax_exp_sum(p, n_keys, csum, wmax);
     TRACE_MARK(2);
     constexpr int PER = 16 * HD / ATV_THREADS;
     {
