@@ -192,7 +192,7 @@ struct vt_gpu {
                                   9+; VT_GPU_ATT_CLUSTER=0: k_att_scores, then k_att_softmax_v) */
     int att_qk;                /* and Q/K norm, RoPE and the cache's store in that launch too (VT_GPU_ATT_QK=0: a
                                   k_qk_norm_rope_store launch first) */
-    int mv1_max_blocks;        /* one-token Q8_0 products launch at most this many blocks where 16 rows a block
+    int mv1_max_blocks;        /* one-token Q8_0 and Q4_K products launch at most this many blocks where 16 rows a block
                                   allow: four a multiprocessor, so all are resident beside the kernels around them
                                   (VT_GPU_MV1_MAX_BLOCKS=N; 0: rows as mv1_rows_per_block alone) */
     int att_l1v;               /* that launch asks its V rows into L1 before its wait (VT_GPU_ATT_L1V=0: into L2) */
@@ -1732,8 +1732,8 @@ __device__ static inline void mv1_norm_weights(const vt_gpu_add_norm &an, int64_
     }
 }
 
-__device__ static inline void mv1_add_norm_quantize_q8_0(const vt_gpu_add_norm &an, int64_t nb, const float4 *wv,
-                                                         float *sq, int8_t *xq, float *xd)
+__device__ static inline bool mv1_add_norm8(const vt_gpu_add_norm &an, int64_t nb, const float4 *wv, float *sq,
+                                            float *xn)
 {
     const int t = threadIdx.x;
     const bool ok = t < nb * 4;
@@ -1753,9 +1753,23 @@ __device__ static inline void mv1_add_norm_quantize_q8_0(const vt_gpu_add_norm &
     __syncthreads();
     const float mean = mean_square_as_serial(sq, nb * 32);
     const float s = 1.0f / sqrtf(mean + an.eps); /* every thread: the same operation, the same bits */
-    const float xn[8] = { v0.x * s * wv[0].x, v0.y * s * wv[0].y, v0.z * s * wv[0].z, v0.w * s * wv[0].w,
-                          v1.x * s * wv[1].x, v1.y * s * wv[1].y, v1.z * s * wv[1].z, v1.w * s * wv[1].w };
-    q8_0_quantize8(xn, ok, t >> 2, t & 3, xq, xd);
+    xn[0] = v0.x * s * wv[0].x;
+    xn[1] = v0.y * s * wv[0].y;
+    xn[2] = v0.z * s * wv[0].z;
+    xn[3] = v0.w * s * wv[0].w;
+    xn[4] = v1.x * s * wv[1].x;
+    xn[5] = v1.y * s * wv[1].y;
+    xn[6] = v1.z * s * wv[1].z;
+    xn[7] = v1.w * s * wv[1].w;
+    return ok;
+}
+
+__device__ static inline void mv1_add_norm_quantize_q8_0(const vt_gpu_add_norm &an, int64_t nb, const float4 *wv,
+                                                         float *sq, int8_t *xq, float *xd)
+{
+    float xn[8];
+    const bool ok = mv1_add_norm8(an, nb, wv, sq, xn);
+    q8_0_quantize8(xn, ok, threadIdx.x >> 2, threadIdx.x & 3, xq, xd);
 }
 
 /* Step 3: the integer sums and the scale products of R rows; thread
@@ -2012,13 +2026,18 @@ static size_t mv1_q4_k_shm(int R, size_t row_bytes, int64_t nb)
     return (size_t)R * row_bytes + (size_t)nb * VT_Q8_K_BYTES + (size_t)R * (size_t)nb * 2 * sizeof(int);
 }
 
-template <int R, int EPI>
+/* NORM: the residual add and RMSNorm an before the product, as
+ * k_mv1_q8_0's NORM (mv1_add_norm8: the same operations on each element),
+ * the normed input into shared memory (xn, after the squares sq: nb * 256
+ * floats each, before the rest) and quantized from there as x would be. */
+template <int R, int EPI, int NORM>
 __global__ static void __launch_bounds__(MV1_THREADS)
-k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows)
+k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, vt_gpu_add_norm an)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
-    uint8_t *rows = (uint8_t *)mv1_words; /* row_bytes = 144 nb: 16-byte words */
+    float *sq = (float *)mv1_words, *xn = sq + (NORM ? nb * 256 : 0);
+    uint8_t *rows = (uint8_t *)(xn + (NORM ? nb * 256 : 0)); /* row_bytes = 144 nb: 16-byte words */
     uint8_t *xs = rows + (size_t)R * row_bytes;
     int *isums = (int *)(xs + nb * VT_Q8_K_BYTES); /* 292 nb: 4-byte aligned */
     int *imins = isums + (int64_t)R * nb;
@@ -2026,8 +2045,20 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     const int64_t row0 = (int64_t)blockIdx.x * R;
 
     mv1_copy_rows<R, EPI == MV1_SWIGLU>(parts, row_bytes, row0, total_rows, rows);
-    GRID_WAIT(); /* x is the kernel ahead's output */
-    quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5, MV1_THREADS / 32);
+    float4 wv[2];
+    if (NORM)
+        mv1_norm_weights(an, nb * 8, wv);
+    GRID_WAIT(); /* x (NORM: an's x and y) is the kernel ahead's output */
+    if (NORM) {
+        float v[8];
+        if (mv1_add_norm8(an, nb * 8, wv, sq, v)) {
+            ((float4 *)xn)[2 * tid] = make_float4(v[0], v[1], v[2], v[3]);
+            ((float4 *)xn)[2 * tid + 1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+        __syncthreads();
+    }
+    quantize_rows<VT_TYPE_Q4_K>(NORM ? xn : x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5,
+                                MV1_THREADS / 32);
     __syncthreads();
 
     /* 3. thread 8 (R nb-index) + j; every lane of a warp runs each round (the shuffles) */
@@ -3701,20 +3732,22 @@ static int mv1_rows_per_block(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, 
     return R && *shm <= 48 * 1024 ? R : 0;
 }
 
-/* R doubled, up to 16, while a Q8_0 product of rows rows would launch
- * more than g->mv1_max_blocks blocks (*shm made again): the trace of every
- * block (docs/bench-gpu.txt 2026-12-07 07:46) shows the last blocks of the
- * 512- and 927-block products reaching their wait 2 and 8 us after it was
- * released, their row copies on the step's critical path. */
+/* R doubled, up to 16, while a Q8_0 or Q4_K product of rows rows would
+ * launch more than g->mv1_max_blocks blocks (*shm made again): the trace
+ * of every block (docs/bench-gpu.txt 2026-12-07 07:46) shows the last
+ * blocks of the 512- and 927-block products reaching their wait 2 and 8 us
+ * after it was released, their row copies on the step's critical path
+ * (Q4_K's 768-block gate|up: 9.4 us, 2026-12-07 09:33). */
 static int mv1_fewer_blocks(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, int64_t rows, int R, size_t *shm)
 {
-    if (!g->mv1_max_blocks || w->type != VT_TYPE_Q8_0 || R < 2 || R > 8)
+    if (!g->mv1_max_blocks || (w->type != VT_TYPE_Q8_0 && w->type != VT_TYPE_Q4_K) || R < 2 || R > 8)
         return R;
     int r = R;
     while (r < 16 && (rows + r - 1) / r > g->mv1_max_blocks)
         r *= 2;
     if (r != R) {
-        const size_t s = mv1_shm(r, w->row_bytes, w->cols, nb);
+        const size_t s = w->type == VT_TYPE_Q4_K ? mv1_q4_k_shm(r, w->row_bytes, nb)
+                                                 : mv1_shm(r, w->row_bytes, w->cols, nb);
         if (s > 48 * 1024)
             return R;
         *shm = s;
@@ -3728,10 +3761,10 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                       size_t shm, const char *name, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    if (w->type == VT_TYPE_Q4_K)
-        return launch_early(g, 1, k_mv1_q4_k<R, EPI>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q4_k", err,
-                            parts, w->row_bytes, nb, x, rows);
     const vt_gpu_add_norm none = {};
+    if (w->type == VT_TYPE_Q4_K)
+        return launch_early(g, 1, k_mv1_q4_k<R, EPI, 0>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q4_k", err,
+                            parts, w->row_bytes, nb, x, rows, none);
     return launch_early(g, 1, k_mv1_q8_0<R, EPI, 0>, blocks, MV1_THREADS, shm, name ? name : "k_mv1_q8_0", err, parts,
                         w->row_bytes, nb, x, rows, none);
 }
@@ -3745,6 +3778,19 @@ static int mv1_launch_norm(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
     return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 32 * sizeof(float),
                         "k_mv1_q8_0_norm", err, parts, w->row_bytes, nb, an->x, rows, *an);
+}
+
+/* The same for Q4_K (k_mv1_q4_k's NORM, EPI: plain or the gate|up pair's
+ * SwiGLU; shm: the plain kernel's, the squares' and the normed input's
+ * added here). */
+template <int R, int EPI>
+static int mv1_launch_norm_q4_k(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb,
+                                size_t shm, const vt_gpu_add_norm *an, vt_error *err)
+{
+    const unsigned blocks = (unsigned)((rows + R - 1) / R);
+    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 512 * sizeof(float),
+                        EPI == MV1_SWIGLU ? "k_mv1_q4_k_swiglu_norm" : "k_mv1_q4_k_norm", err, parts, w->row_bytes,
+                        nb, an->x, rows, *an);
 }
 
 /* The blocks to launch of kernel k (k_mv1_*_warps) of threads threads with
@@ -4169,10 +4215,13 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
         int rc = VT_OK;
         if (mv1_warps(g, wg, parts, rows, nb, n_tok, x, 1, NULL, &rc, err))
             return rc;
-        const int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
-        if ((R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
-            return R == 8 ? mv1_launch<8, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
-                          : mv1_launch<4, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err);
+        int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
+        if (R == 8 || R == 4)
+            R = mv1_fewer_blocks(g, wg, nb, rows, R, &shm);
+        if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
+            return R == 16  ? mv1_launch<16, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
+                   : R == 8 ? mv1_launch<8, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
+                            : mv1_launch<4, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err);
         }
     }
     int rc = VT_OK;
@@ -4188,15 +4237,17 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
 }
 
 /* Whether one-token products of ws take the add and norm an into their
- * launch: Q8_0 products by k_mv1_q8_0 / k_mv1_q8_0_warps (int_matvec_fits,
- * VT_GPU_MV1, VT_GPU_ADD_NORM), rows of at most 8 MV1_THREADS (a thread's
- * eight elements), every vector 16-byte aligned, x_out apart from x and y. */
+ * launch: Q8_0 products by k_mv1_q8_0 / k_mv1_q8_0_warps, Q4_K by
+ * k_mv1_q4_k (int_matvec_fits, VT_GPU_MV1, VT_GPU_ADD_NORM), rows of at
+ * most 8 MV1_THREADS (a thread's eight elements), every vector 16-byte
+ * aligned, x_out apart from x and y. */
 static int add_norm_fits(const vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
                          int64_t n_tok)
 {
     size_t xrow;
     const int64_t cols = ws[0]->cols;
-    return g->add_norm && g->mv1 && n_tok == 1 && ws[0]->type == VT_TYPE_Q8_0 && cols % 32 == 0 &&
+    return g->add_norm && g->mv1 && n_tok == 1 && (ws[0]->type == VT_TYPE_Q8_0 || ws[0]->type == VT_TYPE_Q4_K) &&
+           cols % 32 == 0 &&
            cols <= 8 * MV1_THREADS && int_matvec_fits(g, ws, n, n_tok, &xrow) && an->x_out != an->x &&
            an->x_out != an->y &&
            (((uintptr_t)an->x | (uintptr_t)an->y | (uintptr_t)an->x_out | (uintptr_t)an->w) & 15) == 0;
@@ -4210,7 +4261,21 @@ extern "C" int vt_gpu_add_norm_alone(vt_gpu *g, const vt_gpu_add_norm *an, int64
 extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an, const vt_gpu_mat *const *ws, int n,
                                             int64_t n_tok, float *const *ys, const int64_t *ldys, vt_error *err)
 {
-    if (n >= 1 && add_norm_fits(g, an, ws, n, n_tok)) {
+    if (n >= 1 && add_norm_fits(g, an, ws, n, n_tok) && ws[0]->type == VT_TYPE_Q4_K) {
+        const vt_gpu_mat *w = ws[0];
+        const int64_t nb = w->cols / 256;
+        int64_t rows = 0;
+        const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
+        size_t shm = 0;
+        int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
+        if (R == 8 || R == 4 || R == 2)
+            R = mv1_fewer_blocks(g, w, nb, rows, R, &shm);
+        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
+            return R == 16  ? mv1_launch_norm_q4_k<16, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
+                   : R == 8 ? mv1_launch_norm_q4_k<8, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
+                   : R == 4 ? mv1_launch_norm_q4_k<4, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
+                            : mv1_launch_norm_q4_k<2, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err);
+    } else if (n >= 1 && add_norm_fits(g, an, ws, n, n_tok)) {
         const vt_gpu_mat *w = ws[0];
         const int64_t nb = w->cols / 32;
         int64_t rows = 0;
@@ -4240,7 +4305,19 @@ extern "C" int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *
         int64_t rows = 0;
         const mv_parts parts = parts_of(ws, 2, ys, lds, &rows);
         int rc = VT_OK;
-        if (mv1_warps(g, wg, parts, rows, wg->cols / 32, n_tok, an->x, 1, an, &rc, err))
+        if (wg->type == VT_TYPE_Q4_K && wg->rows == wu->rows) {
+            /* as vt_gpu_gate_up_swiglu's k_mv1_swiglu: R / 2 gate rows and their up rows a block */
+            const int64_t nb = wg->cols / 256;
+            size_t shm = 0;
+            int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, an->x, &shm);
+            if (R == 8 || R == 4)
+                R = mv1_fewer_blocks(g, wg, nb, rows, R, &shm);
+            if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0 &&
+                shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
+                return R == 16  ? mv1_launch_norm_q4_k<16, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
+                       : R == 8 ? mv1_launch_norm_q4_k<8, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
+                                : mv1_launch_norm_q4_k<4, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err);
+        } else if (mv1_warps(g, wg, parts, rows, wg->cols / 32, n_tok, an->x, 1, an, &rc, err))
             return rc;
     }
     const int rc = vt_gpu_add_norm_alone(g, an, n_tok, wg->cols, err);
