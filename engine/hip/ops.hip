@@ -139,7 +139,6 @@ struct trace_end {
     const unsigned vt_trace_slot_ = trace_block_enter();                                                              \
     const trace_end vt_trace_end_{ vt_trace_slot_ };                                                                  \
     do {                                                                                                              \
-        (void)vt_trace_slot_;                                                                                         \
         trace_stamp_into(vt_trace_e, &vt_trace_en);                                                                   \
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                                               \
     } while (0)
@@ -778,6 +777,16 @@ static int trace_step(vt_gpu *g, vt_gpu_graph *x, vt_error *err)
     return VT_OK;
 }
 
+/* Whether a kernel ahead of the step's i-th has its name: the tables by
+ * name print a name's row at its first kernel. */
+static int trace_named_before(const vt_gpu *g, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (!strcmp(g->trace_of[j], g->trace_of[i]))
+            return 1;
+    return 0;
+}
+
 /* At close: each kernel's mean cost to the step, in step order, and the
  * same summed by kernel name (stderr). */
 static void trace_report(vt_gpu *g)
@@ -801,11 +810,9 @@ static void trace_report(vt_gpu *g)
     fprintf(stderr, "gpu trace by kernel name (the step's last kernel has no stamp after it: not counted): count a "
             "step, us a step, us each; then ahead, before and waiting, mean us each\n");
     for (int i = 0; i + 1 < g->trace_len; i++) {
-        int seen = 0, count = 0;
+        int count = 0;
         double sum = 0.0, ahead = 0.0, before = 0.0, waiting = 0.0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = !strcmp(g->trace_of[j], g->trace_of[i]);
-        if (seen)
+        if (trace_named_before(g, i))
             continue;
         for (int j = i; j + 1 < g->trace_len; j++)
             if (!strcmp(g->trace_of[j], g->trace_of[i])) {
@@ -826,11 +833,9 @@ static void trace_report(vt_gpu *g)
             "us; then where a kernel marks its steps, the blocks' mean marks 0..3 from their own wait return\n",
             g->trace_all);
     for (int i = 0; i + 1 < g->trace_len; i++) {
-        int seen = 0, count = 0;
+        int count = 0;
         double blocks = 0.0, in = 0.0, at = 0.0, back = 0.0, end = 0.0, mk[TRACE_MARKS] = {};
-        for (int j = 0; j < i && !seen; j++)
-            seen = !strcmp(g->trace_of[j], g->trace_of[i]);
-        if (seen)
+        if (trace_named_before(g, i))
             continue;
         for (int j = i; j + 1 < g->trace_len; j++)
             if (!strcmp(g->trace_of[j], g->trace_of[i])) {
@@ -1327,11 +1332,13 @@ __device__ static void warp_q8_0_block(float v, uint8_t *dst, int lane)
     }
 }
 
-/* vt_q8_k_block_write by a warp, lane = elements 8 lane .. 8 lane + 7 of x
- * (v, already loaded): the scale's element is the first of largest
- * magnitude (the CPU's strict >), found as the largest (magnitude, -index);
- * sums of 16 by lane pairs. */
-__device__ static void warp_q8_k_block(const float *x, const float *v, uint8_t *dst, int lane)
+/* vt_q8_k_block_write by a warp, lane = elements 8 lane .. 8 lane + 7 of
+ * the block (v, already loaded): the scale's element is the first of
+ * largest magnitude (the CPU's strict >), found as the largest (magnitude,
+ * -index), and taken from its lane's registers by a shuffle (a read of it
+ * from memory was a round trip to L2 after the reduction); sums of 16 by
+ * lane pairs. */
+__device__ static void warp_q8_k_block(const float *v, uint8_t *dst, int lane)
 {
     float amax = 0.0f;
     int idx = 256;
@@ -1350,6 +1357,12 @@ __device__ static void warp_q8_k_block(const float *x, const float *v, uint8_t *
             idx = oi;
         }
     }
+    float vi = v[0]; /* element idx, if this lane holds it */
+#pragma unroll
+    for (int k = 1; k < 8; k++)
+        if ((idx & 7) == k)
+            vi = v[k];
+    const float xi = SHFL(vi, (idx >> 3) & 31, 32);
     int8_t *q = (int8_t *)(dst + 4);
     int sum = 0;
     uint32_t d = 0;
@@ -1357,7 +1370,7 @@ __device__ static void warp_q8_k_block(const float *x, const float *v, uint8_t *
         for (int k = 0; k < 8; k++)
             q[8 * lane + k] = 0;
     } else {
-        const float iscale = -127.0f / x[idx];
+        const float iscale = -127.0f / xi;
         for (int k = 0; k < 8; k++) {
             const int r = vt_nearest_int(iscale * v[k]);
             const int c = r < 127 ? r : 127;
@@ -1546,7 +1559,7 @@ __device__ static void quantize_rows(const float *x, int64_t cols, int64_t n_tok
             for (int u = 0; u < 2; u++) {
                 const int64_t i = i0 + (int64_t)u * warps;
                 if (i < n)
-                    warp_q8_k_block(x + (i / xb) * cols + (i % xb) * be, v[u],
+                    warp_q8_k_block(v[u],
                                     xs + (size_t)(i / xb) * xrow + (size_t)(i % xb) * VT_Q8_K_BYTES, lane);
             }
         }
@@ -1795,9 +1808,29 @@ __device__ static inline void mv1_sums_q8_0(const uint8_t *rows, size_t row_byte
     }
 }
 
+/* Step 4's end, by the warps of threads 8 r + m (every lane calls it):
+ * row r's eight accumulators added by vt_hsum8 into the row's output, or
+ * into pair_out[r] (shared; the SwiGLU epilogue's input) where it is
+ * given. */
+template <int R>
+__device__ static inline void mv1_row_out(const mv_parts &parts, int64_t row0, int64_t total_rows, float acc,
+                                          float *pair_out)
+{
+    const int tid = threadIdx.x, r = tid >> 3, m = tid & 7, lane = tid & 31;
+    float a[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        a[k] = SHFL(acc, (lane & ~7) + k, 32);
+    int64_t o = row0 + r, ldy;
+    float *y;
+    if (r < R && m == 0 && pair_out)
+        pair_out[r] = vt_hsum8(a);
+    else if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
+        y[o] = vt_hsum8(a);
+}
+
 /* Step 4: the eight chains of each of R rows (from row0), then their sum
- * into the row's output, or into pair_out[r] (shared; the SwiGLU epilogue's
- * input) where it is given. */
+ * out by mv1_row_out. */
 template <int R>
 __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row0, int64_t total_rows, int64_t nb,
                                               const int *ss, const float *sd, float *pair_out)
@@ -1813,17 +1846,7 @@ __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row
             for (int64_t b = 0; b < nb; b++)
                 acc = fmaf(d[b], (float)s[8 * b], acc);
         }
-        float a[8];
-        const int lane = tid & 31;
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            a[k] = SHFL(acc, (lane & ~7) + k, 32);
-        int64_t o = row0 + r, ldy;
-        float *y;
-        if (r < R && m == 0 && pair_out)
-            pair_out[r] = vt_hsum8(a);
-        else if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
-            y[o] = vt_hsum8(a);
+        mv1_row_out<R>(parts, row0, total_rows, acc, pair_out);
     }
 }
 
@@ -2060,6 +2083,7 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     quantize_rows<VT_TYPE_Q4_K>(NORM ? xn : x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5,
                                 MV1_THREADS / 32);
     __syncthreads();
+    TRACE_MARK(0);
 
     /* 3. thread 8 (R nb-index) + j; every lane of a warp runs each round (the shuffles) */
     const int items = R * (int)nb * 8;
@@ -2092,6 +2116,7 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
         }
     }
     __syncthreads();
+    TRACE_MARK(1);
 
     /* 4. the two chains of each row */
     __shared__ float pair_out[R];
@@ -3755,6 +3780,18 @@ static int mv1_fewer_blocks(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, in
     return r;
 }
 
+/* The rows a block of a one-token Q8_0 or Q4_K product and its shared
+ * memory (*shm): mv1_rows_per_block's choice, then mv1_fewer_blocks's;
+ * pair: a gate|up product with SwiGLU, whose blocks hold R / 2 rows of
+ * each, so two rows a block are not raised (its launches take 4 to 16).
+ * 0: the product does not fit these kernels. */
+static int mv1_rows(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, int64_t rows, int64_t n_tok, const float *x,
+                    int pair, size_t *shm)
+{
+    const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, shm);
+    return R >= (pair ? 4 : 2) ? mv1_fewer_blocks(g, w, nb, rows, R, shm) : R;
+}
+
 /* The one-token kernel of R rows a block with epilogue EPI. */
 template <int R, int EPI>
 static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb, const float *x,
@@ -3887,9 +3924,7 @@ static int int_matvec(vt_gpu *g, const vt_gpu_mat *const *ws, int n, const float
     if (mv1_warps(g, w, parts, rows, nb, n_tok, x, 0, NULL, &rc, err))
         return rc;
     size_t shm1 = 0;
-    int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, &shm1);
-    if (R && R != 16)
-        R = mv1_fewer_blocks(g, w, nb, rows, R, &shm1);
+    const int R = mv1_rows(g, w, nb, rows, n_tok, x, 0, &shm1);
     if (R)
         return R == 16 ? mv1_launch<16, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
                : R == 8 ? mv1_launch<8, MV1_PLAIN>(g, w, parts, rows, nb, x, shm1, NULL, err)
@@ -4215,9 +4250,7 @@ extern "C" int vt_gpu_gate_up_swiglu(vt_gpu *g, const vt_gpu_mat *wg, const vt_g
         int rc = VT_OK;
         if (mv1_warps(g, wg, parts, rows, nb, n_tok, x, 1, NULL, &rc, err))
             return rc;
-        int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, x, &shm);
-        if (R == 8 || R == 4)
-            R = mv1_fewer_blocks(g, wg, nb, rows, R, &shm);
+        const int R = mv1_rows(g, wg, nb, rows, n_tok, x, 1, &shm);
         if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0) {
             return R == 16  ? mv1_launch<16, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
                    : R == 8 ? mv1_launch<8, MV1_SWIGLU>(g, wg, parts, rows, nb, x, shm, "k_mv1_swiglu", err)
@@ -4267,9 +4300,7 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         int64_t rows = 0;
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
-        int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
-        if (R == 8 || R == 4 || R == 2)
-            R = mv1_fewer_blocks(g, w, nb, rows, R, &shm);
+        const int R = mv1_rows(g, w, nb, rows, n_tok, an->x, 0, &shm); /* 16: the output head's */
         if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
             return R == 16  ? mv1_launch_norm_q4_k<16, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
                    : R == 8 ? mv1_launch_norm_q4_k<8, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
@@ -4281,9 +4312,7 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         int64_t rows = 0;
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
-        int R = mv1_rows_per_block(g, w, nb, rows, n_tok, an->x, &shm); /* 16: the output head's */
-        if (R == 8 || R == 2)
-            R = mv1_fewer_blocks(g, w, nb, rows, R, &shm);
+        const int R = mv1_rows(g, w, nb, rows, n_tok, an->x, 0, &shm); /* 16: the output head's */
         if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 32 * sizeof(float) <= 48 * 1024)
             return R == 16 ? mv1_launch_norm<16>(g, w, parts, rows, nb, shm, an, err)
                    : R == 8 ? mv1_launch_norm<8>(g, w, parts, rows, nb, shm, an, err)
@@ -4309,9 +4338,7 @@ extern "C" int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *
             /* as vt_gpu_gate_up_swiglu's k_mv1_swiglu: R / 2 gate rows and their up rows a block */
             const int64_t nb = wg->cols / 256;
             size_t shm = 0;
-            int R = mv1_rows_per_block(g, wg, nb, rows, n_tok, an->x, &shm);
-            if (R == 8 || R == 4)
-                R = mv1_fewer_blocks(g, wg, nb, rows, R, &shm);
+            const int R = mv1_rows(g, wg, nb, rows, n_tok, an->x, 1, &shm);
             if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0 &&
                 shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
                 return R == 16  ? mv1_launch_norm_q4_k<16, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
