@@ -1337,7 +1337,10 @@ __device__ static void warp_q8_0_block(float v, uint8_t *dst, int lane)
  * largest magnitude (the CPU's strict >), found as the largest (magnitude,
  * -index), and taken from its lane's registers by a shuffle (a read of it
  * from memory was a round trip to L2 after the reduction); sums of 16 by
- * lane pairs. */
+ * lane pairs. dst is 4-byte aligned (every caller's xs is 16-byte aligned
+ * and its blocks 292 bytes apart), so each lane stores its eight values as
+ * two words, its pair's sum as one half-word and lane 0 the scale as one
+ * word, where each was a store a byte. */
 __device__ static void warp_q8_k_block(const float *v, uint8_t *dst, int lane)
 {
     float amax = 0.0f;
@@ -1363,31 +1366,28 @@ __device__ static void warp_q8_k_block(const float *v, uint8_t *dst, int lane)
         if ((idx & 7) == k)
             vi = v[k];
     const float xi = SHFL(vi, (idx >> 3) & 31, 32);
-    int8_t *q = (int8_t *)(dst + 4);
+    uint32_t qw[2] = { 0, 0 }; /* amax == 0: every value 0 */
     int sum = 0;
     uint32_t d = 0;
-    if (amax == 0.0f) {
-        for (int k = 0; k < 8; k++)
-            q[8 * lane + k] = 0;
-    } else {
+    if (amax != 0.0f) {
         const float iscale = -127.0f / xi;
+#pragma unroll
         for (int k = 0; k < 8; k++) {
             const int r = vt_nearest_int(iscale * v[k]);
             const int c = r < 127 ? r : 127;
-            q[8 * lane + k] = (int8_t)c;
+            qw[k >> 2] |= (uint32_t)(uint8_t)(int8_t)c << (8 * (k & 3));
             sum += (int)(int8_t)c;
         }
         d = vt_f32_bits(1 / iscale);
     }
+    uint32_t *qd = (uint32_t *)(dst + 4 + 8 * lane); /* 4-byte aligned, not 8 */
+    qd[0] = qw[0];
+    qd[1] = qw[1];
     sum += SHFL_XOR(sum, 1, 32);
-    if (!(lane & 1)) {
-        const uint16_t s = (uint16_t)(int16_t)sum;
-        dst[260 + lane] = (uint8_t)(s & 0xff);
-        dst[261 + lane] = (uint8_t)(s >> 8);
-    }
+    if (!(lane & 1))
+        *(uint16_t *)(dst + 260 + lane) = (uint16_t)(int16_t)sum;
     if (lane == 0)
-        for (int k = 0; k < 4; k++)
-            dst[k] = (uint8_t)(d >> (8 * k));
+        *(uint32_t *)dst = d;
 }
 
 /* One row (its nb blocks at wr, in shared memory) of Q8_0 against n_tok activation rows at xs
@@ -1546,21 +1546,35 @@ __device__ static void quantize_rows(const float *x, int64_t cols, int64_t n_tok
 {
     const int64_t be = T == VT_TYPE_Q4_K ? 256 : 32, xb = cols / be, n = n_tok * xb;
     if (T == VT_TYPE_Q4_K) {
+        /* lane's eight elements are 32 contiguous bytes; cols is a multiple of
+         * 256, so two float4 loads wherever x is 16-byte aligned (a warp's
+         * loads were eight of 4 bytes each); one token (every decode
+         * product) needs no 64-bit division for its block's place */
+        const bool x16 = ((uintptr_t)x & 15) == 0;
         for (int64_t i0 = warp; i0 < n; i0 += 2 * warps) {
             float v[2][8];
+            int64_t t[2], c[2];
 #pragma unroll
             for (int u = 0; u < 2; u++) {
                 const int64_t i = i0 + (int64_t)u * warps;
+                t[u] = n_tok == 1 ? 0 : i / xb;
+                c[u] = i - t[u] * xb;
+                const float *xi = x + t[u] * cols + c[u] * be + 8 * lane;
+                if (i < n && x16) {
+                    const float4 a = ((const float4 *)xi)[0], b = ((const float4 *)xi)[1];
+                    v[u][0] = a.x, v[u][1] = a.y, v[u][2] = a.z, v[u][3] = a.w;
+                    v[u][4] = b.x, v[u][5] = b.y, v[u][6] = b.z, v[u][7] = b.w;
+                } else {
 #pragma unroll
-                for (int k = 0; k < 8; k++)
-                    v[u][k] = i < n ? x[(i / xb) * cols + (i % xb) * be + 8 * lane + k] : 0.0f;
+                    for (int k = 0; k < 8; k++)
+                        v[u][k] = i < n ? xi[k] : 0.0f;
+                }
             }
 #pragma unroll
             for (int u = 0; u < 2; u++) {
                 const int64_t i = i0 + (int64_t)u * warps;
                 if (i < n)
-                    warp_q8_k_block(v[u],
-                                    xs + (size_t)(i / xb) * xrow + (size_t)(i % xb) * VT_Q8_K_BYTES, lane);
+                    warp_q8_k_block(v[u], xs + (size_t)t[u] * xrow + (size_t)c[u] * VT_Q8_K_BYTES, lane);
             }
         }
     } else {
@@ -1808,36 +1822,18 @@ __device__ static inline void mv1_sums_q8_0(const uint8_t *rows, size_t row_byte
     }
 }
 
-/* Step 4's end, by the warps of threads 8 r + m (every lane calls it):
- * row r's eight accumulators added by vt_hsum8 into the row's output, or
- * into pair_out[r] (shared; the SwiGLU epilogue's input) where it is
- * given. */
-template <int R>
-__device__ static inline void mv1_row_out(const mv_parts &parts, int64_t row0, int64_t total_rows, float acc,
-                                          float *pair_out)
-{
-    const int tid = threadIdx.x, r = tid >> 3, m = tid & 7, lane = tid & 31;
-    float a[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        a[k] = SHFL(acc, (lane & ~7) + k, 32);
-    int64_t o = row0 + r, ldy;
-    float *y;
-    if (r < R && m == 0 && pair_out)
-        pair_out[r] = vt_hsum8(a);
-    else if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
-        y[o] = vt_hsum8(a);
-}
-
-/* Step 4: the eight chains of each of R rows (from row0), then their sum
- * out by mv1_row_out. */
+/* Step 4: the eight chains of each of R rows (from row0), thread 8 r + m
+ * holding row r's chain m; then, in the warps of those threads (every lane
+ * takes part in the shuffles), row r's eight chains added by vt_hsum8 into
+ * the row's output, or into pair_out[r] (shared; the SwiGLU epilogue's
+ * input) where it is given. */
 template <int R>
 __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row0, int64_t total_rows, int64_t nb,
                                               const int *ss, const float *sd, float *pair_out)
 {
     const int tid = threadIdx.x;
     if (tid < ((R * 8 + 31) & ~31)) {
-        const int r = tid >> 3, m = tid & 7;
+        const int r = tid >> 3, m = tid & 7, lane = tid & 31;
         float acc = 0.0f;
         if (r < R) {
             const float *d = sd + (int64_t)r * nb;
@@ -1846,7 +1842,16 @@ __device__ static inline void mv1_chains_q8_0(const mv_parts &parts, int64_t row
             for (int64_t b = 0; b < nb; b++)
                 acc = fmaf(d[b], (float)s[8 * b], acc);
         }
-        mv1_row_out<R>(parts, row0, total_rows, acc, pair_out);
+        float a[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            a[k] = SHFL(acc, (lane & ~7) + k, 32);
+        int64_t o = row0 + r, ldy;
+        float *y;
+        if (r < R && m == 0 && pair_out)
+            pair_out[r] = vt_hsum8(a);
+        else if (r < R && m == 0 && o < total_rows && part_row(parts, &o, &y, &ldy))
+            y[o] = vt_hsum8(a);
     }
 }
 
@@ -3789,7 +3794,7 @@ static int mv1_rows(const vt_gpu *g, const vt_gpu_mat *w, int64_t nb, int64_t ro
                     int pair, size_t *shm)
 {
     const int R = mv1_rows_per_block(g, w, nb, rows, n_tok, x, shm);
-    return R >= (pair ? 4 : 2) ? mv1_fewer_blocks(g, w, nb, rows, R, shm) : R;
+    return pair && R < 4 ? R : mv1_fewer_blocks(g, w, nb, rows, R, shm);
 }
 
 /* The one-token kernel of R rows a block with epilogue EPI. */
