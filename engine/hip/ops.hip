@@ -2055,17 +2055,19 @@ static size_t mv1_q4_k_shm(int R, size_t row_bytes, int64_t nb)
 }
 
 /* NORM: the residual add and RMSNorm an before the product, as
- * k_mv1_q8_0's NORM (mv1_add_norm8: the same operations on each element),
- * the normed input into shared memory (xn, after the squares sq: nb * 256
- * floats each, before the rest) and quantized from there as x would be. */
+ * k_mv1_q8_0's NORM (mv1_add_norm8: the same operations on each element;
+ * the squares sq, nb * 256 floats, before the rest of shared memory), each
+ * thread's eight normed elements quantized from its registers: thread t
+ * holds elements 8 t .. 8 t + 7, so warp w holds superblock w, the
+ * elements quantize_rows would load (nb <= 8, add_norm_fits). */
 template <int R, int EPI, int NORM>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, vt_gpu_add_norm an)
 {
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
-    float *sq = (float *)mv1_words, *xn = sq + (NORM ? nb * 256 : 0);
-    uint8_t *rows = (uint8_t *)(xn + (NORM ? nb * 256 : 0)); /* row_bytes = 144 nb: 16-byte words */
+    float *sq = (float *)mv1_words;
+    uint8_t *rows = (uint8_t *)(sq + (NORM ? nb * 256 : 0)); /* row_bytes = 144 nb: 16-byte words */
     uint8_t *xs = rows + (size_t)R * row_bytes;
     int *isums = (int *)(xs + nb * VT_Q8_K_BYTES); /* 292 nb: 4-byte aligned */
     int *imins = isums + (int64_t)R * nb;
@@ -2079,14 +2081,12 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     GRID_WAIT(); /* x (NORM: an's x and y) is the kernel ahead's output */
     if (NORM) {
         float v[8];
-        if (mv1_add_norm8(an, nb * 8, wv, sq, v)) {
-            ((float4 *)xn)[2 * tid] = make_float4(v[0], v[1], v[2], v[3]);
-            ((float4 *)xn)[2 * tid + 1] = make_float4(v[4], v[5], v[6], v[7]);
-        }
-        __syncthreads();
+        if (mv1_add_norm8(an, nb * 8, wv, sq, v)) /* tid < 32 nb: whole warps */
+            warp_q8_k_block(v, xs + (size_t)(tid >> 5) * VT_Q8_K_BYTES, lane);
+    } else {
+        quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5,
+                                    MV1_THREADS / 32);
     }
-    quantize_rows<VT_TYPE_Q4_K>(NORM ? xn : x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5,
-                                MV1_THREADS / 32);
     __syncthreads();
     TRACE_MARK(0);
 
@@ -2131,6 +2131,7 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
         if (o < total_rows && part_row(parts, &o, &y, &ldy)) {
             float acc = 0.0f, mins = 0.0f;
             const uint8_t *w = rows + (size_t)tid * row_bytes;
+#pragma unroll 4
             for (int64_t b = 0; b < nb; b++) {
                 const float dx = *(const float *)(xs + (size_t)b * VT_Q8_K_BYTES);
                 const float dh = vt_half_bits_to_f32(((const uint16_t *)(w + b * 144))[0]);
@@ -3823,14 +3824,13 @@ static int mv1_launch_norm(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts
 }
 
 /* The same for Q4_K (k_mv1_q4_k's NORM, EPI: plain or the gate|up pair's
- * SwiGLU; shm: the plain kernel's, the squares' and the normed input's
- * added here). */
+ * SwiGLU; shm: the plain kernel's, the squares' added here). */
 template <int R, int EPI>
 static int mv1_launch_norm_q4_k(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int64_t rows, int64_t nb,
                                 size_t shm, const vt_gpu_add_norm *an, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 512 * sizeof(float),
+    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 256 * sizeof(float),
                         EPI == MV1_SWIGLU ? "k_mv1_q4_k_swiglu_norm" : "k_mv1_q4_k_norm", err, parts, w->row_bytes,
                         nb, an->x, rows, *an);
 }
@@ -4306,7 +4306,7 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
         const int R = mv1_rows(g, w, nb, rows, n_tok, an->x, 0, &shm); /* 16: the output head's */
-        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
+        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 256 * sizeof(float) <= 48 * 1024)
             return R == 16  ? mv1_launch_norm_q4_k<16, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
                    : R == 8 ? mv1_launch_norm_q4_k<8, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
                    : R == 4 ? mv1_launch_norm_q4_k<4, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
@@ -4345,7 +4345,7 @@ extern "C" int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *
             size_t shm = 0;
             const int R = mv1_rows(g, wg, nb, rows, n_tok, an->x, 1, &shm);
             if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0 &&
-                shm + (size_t)nb * 512 * sizeof(float) <= 48 * 1024)
+                shm + (size_t)nb * 256 * sizeof(float) <= 48 * 1024)
                 return R == 16  ? mv1_launch_norm_q4_k<16, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
                        : R == 8 ? mv1_launch_norm_q4_k<8, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
                                 : mv1_launch_norm_q4_k<4, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err);
