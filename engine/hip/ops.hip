@@ -161,10 +161,17 @@ struct trace_end {
 #define SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))
 #define SHFL(v, l, w) __shfl((v), (l), (w))
 #define SHFL_XOR(v, m, w) __shfl_xor((v), (m), (w))
+/* p of each lane of the thread's group of 32, as bits (wave64: its half) */
+#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE == 64
+#define BALLOT32(p) ((unsigned)(__ballot(p) >> (threadIdx.x & 32)))
+#else
+#define BALLOT32(p) ((unsigned)__ballot(p))
+#endif
 #else
 #define SHFL_DOWN(v, d, w) __shfl_down_sync(0xffffffffu, (v), (d), (w))
 #define SHFL(v, l, w) __shfl_sync(0xffffffffu, (v), (l), (w))
 #define SHFL_XOR(v, m, w) __shfl_xor_sync(0xffffffffu, (v), (m), (w))
+#define BALLOT32(p) __ballot_sync(0xffffffffu, (p))
 #endif
 
 /* Which kernels launch_early launches early: none, the products only (as
@@ -1332,62 +1339,68 @@ __device__ static void warp_q8_0_block(float v, uint8_t *dst, int lane)
     }
 }
 
-/* vt_q8_k_block_write by a warp, lane = elements 8 lane .. 8 lane + 7 of
- * the block (v, already loaded): the scale's element is the first of
- * largest magnitude (the CPU's strict >), found as the largest (magnitude,
- * -index), and taken from its lane's registers by a shuffle (a read of it
- * from memory was a round trip to L2 after the reduction); sums of 16 by
- * lane pairs. dst is 4-byte aligned (every caller's xs is 16-byte aligned
- * and its blocks 292 bytes apart), so each lane stores its eight values as
- * two words, its pair's sum as one half-word and lane 0 the scale as one
- * word, where each was a store a byte. */
-__device__ static void warp_q8_k_block(const float *v, uint8_t *dst, int lane)
+/* vt_q8_k_block_write by a warp for U blocks at once (their shuffles in
+ * flight together), lane = elements 8 lane .. 8 lane + 7 of block u (v[u],
+ * already loaded) into dst[u]. The scale's element is the first of largest magnitude (the CPU's
+ * strict >): the magnitude by a max butterfly (fmaxf drops NaN, as the
+ * strict > does), then the lowest lane holding it (a ballot) and in that
+ * lane the first; its sign by a second ballot, as the element is +-amax.
+ * (Choosing the element by a select chain over k made the compiler index
+ * v in local memory.) Sums of 16 by lane pairs. dst[u] is 4-byte aligned
+ * (every caller's xs is 16-byte aligned and its blocks 292 bytes apart), so
+ * each lane stores its eight values as two words, its pair's sum as one
+ * half-word and lane 0 the scale as one word. */
+template <int U>
+__device__ static inline void warp_q8_k_blocks(const float (*v)[8], uint8_t *const *dst, int lane)
 {
-    float amax = 0.0f;
-    int idx = 256;
-    for (int k = 0; k < 8; k++) {
-        const float ax = fabsf(v[k]);
-        if (ax > amax) {
-            amax = ax;
-            idx = 8 * lane + k;
-        }
-    }
-    for (int o = 16; o; o >>= 1) {
-        const float oa = SHFL_XOR(amax, o, 32);
-        const int oi = SHFL_XOR(idx, o, 32);
-        if (oa > amax || (oa == amax && oi < idx)) {
-            amax = oa;
-            idx = oi;
-        }
-    }
-    float vi = v[0]; /* element idx, if this lane holds it */
+    float amax[U];
 #pragma unroll
-    for (int k = 1; k < 8; k++)
-        if ((idx & 7) == k)
-            vi = v[k];
-    const float xi = SHFL(vi, (idx >> 3) & 31, 32);
-    uint32_t qw[2] = { 0, 0 }; /* amax == 0: every value 0 */
-    int sum = 0;
-    uint32_t d = 0;
-    if (amax != 0.0f) {
-        const float iscale = -127.0f / xi;
+    for (int u = 0; u < U; u++) {
+        amax[u] = 0.0f;
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            const int r = vt_nearest_int(iscale * v[k]);
-            const int c = r < 127 ? r : 127;
-            qw[k >> 2] |= (uint32_t)(uint8_t)(int8_t)c << (8 * (k & 3));
-            sum += (int)(int8_t)c;
-        }
-        d = vt_f32_bits(1 / iscale);
+        for (int k = 0; k < 8; k++)
+            amax[u] = fmaxf(amax[u], fabsf(v[u][k]));
     }
-    uint32_t *qd = (uint32_t *)(dst + 4 + 8 * lane); /* 4-byte aligned, not 8 */
-    qd[0] = qw[0];
-    qd[1] = qw[1];
-    sum += SHFL_XOR(sum, 1, 32);
-    if (!(lane & 1))
-        *(uint16_t *)(dst + 260 + lane) = (uint16_t)(int16_t)sum;
-    if (lane == 0)
-        *(uint32_t *)dst = d;
+#pragma unroll
+    for (int o = 16; o; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            amax[u] = fmaxf(amax[u], SHFL_XOR(amax[u], o, 32));
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        bool has = false, neg = false; /* this lane's first element of magnitude amax, and its sign */
+#pragma unroll
+        for (int k = 7; k >= 0; k--)
+            if (fabsf(v[u][k]) == amax[u]) {
+                has = true;
+                neg = v[u][k] < 0.0f;
+            }
+        const unsigned holders = BALLOT32(has), negs = BALLOT32(has && neg);
+        uint32_t qw[2] = { 0, 0 }; /* amax == 0: every value 0 */
+        int sum = 0;
+        uint32_t d = 0;
+        if (amax[u] != 0.0f) {
+            const int first = __ffs(holders) - 1;
+            const float xi = (negs >> first) & 1u ? -amax[u] : amax[u];
+            const float iscale = -127.0f / xi;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int r = vt_nearest_int(iscale * v[u][k]);
+                const int c = r < 127 ? r : 127;
+                qw[k >> 2] |= (uint32_t)(uint8_t)(int8_t)c << (8 * (k & 3));
+                sum += (int)(int8_t)c;
+            }
+            d = vt_f32_bits(1 / iscale);
+        }
+        uint32_t *qd = (uint32_t *)(dst[u] + 4 + 8 * lane); /* 4-byte aligned, not 8 */
+        qd[0] = qw[0];
+        qd[1] = qw[1];
+        sum += SHFL_XOR(sum, 1, 32);
+        if (!(lane & 1))
+            *(uint16_t *)(dst[u] + 260 + lane) = (uint16_t)(int16_t)sum;
+        if (lane == 0)
+            *(uint32_t *)dst[u] = d;
+    }
 }
 
 /* One row (its nb blocks at wr, in shared memory) of Q8_0 against n_tok activation rows at xs
@@ -1570,12 +1583,12 @@ __device__ static void quantize_rows(const float *x, int64_t cols, int64_t n_tok
                         v[u][k] = i < n ? xi[k] : 0.0f;
                 }
             }
-#pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const int64_t i = i0 + (int64_t)u * warps;
-                if (i < n)
-                    warp_q8_k_block(v[u], xs + (size_t)t[u] * xrow + (size_t)c[u] * VT_Q8_K_BYTES, lane);
-            }
+            uint8_t *const dst[2] = { xs + (size_t)t[0] * xrow + (size_t)c[0] * VT_Q8_K_BYTES,
+                                      xs + (size_t)t[1] * xrow + (size_t)c[1] * VT_Q8_K_BYTES };
+            if (i0 + warps < n) /* the warp's two blocks in lockstep */
+                warp_q8_k_blocks<2>(v, dst, lane);
+            else
+                warp_q8_k_blocks<1>(v, dst, lane);
         }
     } else {
         for (int64_t i0 = warp; i0 < n; i0 += 4 * warps) {
@@ -1583,13 +1596,14 @@ __device__ static void quantize_rows(const float *x, int64_t cols, int64_t n_tok
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int64_t i = i0 + (int64_t)u * warps;
-                v[u] = i < n ? x[(i / xb) * cols + (i % xb) * be + lane] : 0.0f;
+                const int64_t t = n_tok == 1 ? 0 : i / xb; /* one token: no 64-bit division */
+                v[u] = i < n ? x[t * cols + (i - t * xb) * be + lane] : 0.0f;
             }
 #pragma unroll
             for (int u = 0; u < 4; u++) {
-                const int64_t i = i0 + (int64_t)u * warps;
+                const int64_t i = i0 + (int64_t)u * warps, t = n_tok == 1 ? 0 : i / xb;
                 if (i < n)
-                    warp_q8_0_block(v[u], xs + (size_t)(i / xb) * xrow + (size_t)(i % xb) * VT_Q8_0_BYTES, lane);
+                    warp_q8_0_block(v[u], xs + (size_t)t * xrow + (size_t)(i - t * xb) * VT_Q8_0_BYTES, lane);
             }
         }
     }
@@ -2081,8 +2095,9 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     GRID_WAIT(); /* x (NORM: an's x and y) is the kernel ahead's output */
     if (NORM) {
         float v[8];
+        uint8_t *const dst = xs + (size_t)(tid >> 5) * VT_Q8_K_BYTES;
         if (mv1_add_norm8(an, nb * 8, wv, sq, v)) /* tid < 32 nb: whole warps */
-            warp_q8_k_block(v, xs + (size_t)(tid >> 5) * VT_Q8_K_BYTES, lane);
+            warp_q8_k_blocks<1>(&v, &dst, lane);
     } else {
         quantize_rows<VT_TYPE_Q4_K>(x, nb * 256, 1, xs, (size_t)nb * VT_Q8_K_BYTES, lane, tid >> 5,
                                     MV1_THREADS / 32);
@@ -3812,6 +3827,11 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows, none);
 }
 
+/* What the NORM kernels' shared memory holds past the plain kernel's: the
+ * squares of the input's cols elements (k_mv1_q8_0, k_mv1_q8_0_warps,
+ * k_mv1_q4_k). */
+static size_t mv1_squares_shm(int64_t cols) { return (size_t)cols * sizeof(float); }
+
 /* k_mv1_q8_0 of R rows a block taking the add and norm an into its launch
  * (add_norm_fits; shm: the plain kernel's, the squares' added here). */
 template <int R>
@@ -3819,7 +3839,7 @@ static int mv1_launch_norm(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts
                            size_t shm, const vt_gpu_add_norm *an, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 32 * sizeof(float),
+    return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(nb * 32),
                         "k_mv1_q8_0_norm", err, parts, w->row_bytes, nb, an->x, rows, *an);
 }
 
@@ -3830,7 +3850,7 @@ static int mv1_launch_norm_q4_k(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &
                                 size_t shm, const vt_gpu_add_norm *an, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + (size_t)nb * 256 * sizeof(float),
+    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(nb * 256),
                         EPI == MV1_SWIGLU ? "k_mv1_q4_k_swiglu_norm" : "k_mv1_q4_k_norm", err, parts, w->row_bytes,
                         nb, an->x, rows, *an);
 }
@@ -3902,7 +3922,7 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
                                       : k_mv1_q8_0_warps<9, 0, 0>)
         : group_words <= 17 * 32 && !pair ? k_mv1_q8_0_warps<17, 0, 0>
                                           : NULL;
-    const size_t shm = mv1w_shm(w->row_bytes, nb) + (an ? (size_t)nb * 32 * sizeof(float) : 0);
+    const size_t shm = mv1w_shm(w->row_bytes, nb) + (an ? mv1_squares_shm(nb * 32) : 0);
     const int64_t groups = pair ? parts.rows[0] / 2 : rows / MV1W_ROWS;
     if (!k || shm > 160 * 1024 || !groups)
         return 0;
@@ -4306,7 +4326,7 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
         const int R = mv1_rows(g, w, nb, rows, n_tok, an->x, 0, &shm); /* 16: the output head's */
-        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 256 * sizeof(float) <= 48 * 1024)
+        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + mv1_squares_shm(w->cols) <= 48 * 1024)
             return R == 16  ? mv1_launch_norm_q4_k<16, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
                    : R == 8 ? mv1_launch_norm_q4_k<8, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
                    : R == 4 ? mv1_launch_norm_q4_k<4, MV1_PLAIN>(g, w, parts, rows, nb, shm, an, err)
@@ -4318,7 +4338,7 @@ extern "C" int vt_gpu_add_norm_matmul_group(vt_gpu *g, const vt_gpu_add_norm *an
         const mv_parts parts = parts_of(ws, n, ys, ldys, &rows);
         size_t shm = 0;
         const int R = mv1_rows(g, w, nb, rows, n_tok, an->x, 0, &shm); /* 16: the output head's */
-        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + (size_t)nb * 32 * sizeof(float) <= 48 * 1024)
+        if ((R == 16 || R == 8 || R == 4 || R == 2) && shm + mv1_squares_shm(w->cols) <= 48 * 1024)
             return R == 16 ? mv1_launch_norm<16>(g, w, parts, rows, nb, shm, an, err)
                    : R == 8 ? mv1_launch_norm<8>(g, w, parts, rows, nb, shm, an, err)
                    : R == 4 ? mv1_launch_norm<4>(g, w, parts, rows, nb, shm, an, err)
@@ -4345,7 +4365,7 @@ extern "C" int vt_gpu_add_norm_gate_up_swiglu(vt_gpu *g, const vt_gpu_add_norm *
             size_t shm = 0;
             const int R = mv1_rows(g, wg, nb, rows, n_tok, an->x, 1, &shm);
             if ((R == 16 || R == 8 || R == 4) && wg->rows % (R / 2) == 0 &&
-                shm + (size_t)nb * 256 * sizeof(float) <= 48 * 1024)
+                shm + mv1_squares_shm(wg->cols) <= 48 * 1024)
                 return R == 16  ? mv1_launch_norm_q4_k<16, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
                        : R == 8 ? mv1_launch_norm_q4_k<8, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err)
                                 : mv1_launch_norm_q4_k<4, MV1_SWIGLU>(g, wg, parts, rows, nb, shm, an, err);
