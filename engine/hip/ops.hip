@@ -1887,6 +1887,11 @@ __device__ static inline void mv1_pair_swiglu(const mv_parts &parts, const float
  * instantiation measured slower: docs/bench-gpu.txt 2026-12-06 04:11). */
 enum { MV1_PLAIN, MV1_SWIGLU };
 
+/* What the NORM kernels' shared memory holds before the plain kernel's: the
+ * squares of the input's cols elements (k_mv1_q8_0, k_mv1_q8_0_warps,
+ * k_mv1_q4_k), the launch's size and the kernel's offset alike. */
+__host__ __device__ static size_t mv1_squares_shm(int64_t cols) { return (size_t)cols * sizeof(float); }
+
 template <int R, int EPI, int NORM>
 __global__ static void __launch_bounds__(MV1_THREADS)
 k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t total_rows, vt_gpu_add_norm an)
@@ -1894,7 +1899,7 @@ k_mv1_q8_0(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
     float *sq = (float *)mv1_words; /* NORM: the squares first, nb * 32 floats */
-    uint8_t *rows = (uint8_t *)mv1_words + (NORM ? (size_t)nb * 32 * sizeof(float) : 0);
+    uint8_t *rows = (uint8_t *)mv1_words + (NORM ? mv1_squares_shm(nb * 32) : 0);
     int8_t *xq = (int8_t *)(rows + (size_t)R * row_bytes); /* 16-byte aligned, as ss after it */
     int *ss = (int *)(xq + nb * 32);
     float *xd = (float *)(ss + (int64_t)R * nb * 8);
@@ -2001,7 +2006,7 @@ k_mv1_q8_0_warps(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, i
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = lane >> 3, m = lane & 7;
     const size_t span = (size_t)MV1W_ROWS * row_bytes;
     float *sq = (float *)mv1_words; /* NORM: the squares first, nb * 32 floats */
-    uint8_t *words = (uint8_t *)mv1_words + (NORM ? (size_t)nb * 32 * sizeof(float) : 0);
+    uint8_t *words = (uint8_t *)mv1_words + (NORM ? mv1_squares_shm(nb * 32) : 0);
     uint8_t *rows = words + (size_t)warp * span;
     int8_t *xq = (int8_t *)(words + (size_t)MV1W_WARPS * span);
     float *xd = (float *)(xq + nb * 32);
@@ -2081,7 +2086,8 @@ k_mv1_q4_k(mv_parts parts, size_t row_bytes, int64_t nb, const float *x, int64_t
     GRID_RELEASE(); /* the next kernel may start: it waits for this one */
     extern __shared__ uint4 mv1_words[];
     float *sq = (float *)mv1_words;
-    uint8_t *rows = (uint8_t *)(sq + (NORM ? nb * 256 : 0)); /* row_bytes = 144 nb: 16-byte words */
+    /* row_bytes = 144 nb: 16-byte words */
+    uint8_t *rows = (uint8_t *)mv1_words + (NORM ? mv1_squares_shm(nb * 256) : 0);
     uint8_t *xs = rows + (size_t)R * row_bytes;
     int *isums = (int *)(xs + nb * VT_Q8_K_BYTES); /* 292 nb: 4-byte aligned */
     int *imins = isums + (int64_t)R * nb;
@@ -3115,23 +3121,33 @@ __global__ static void k_conv1d(const float *x, int64_t ldx, int64_t n_tok, cons
 {
     GRID_ENTER();
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
-        float win[8];
+        float win[8]; /* indexed by unrolled loops only (K, 1 .. 8, at run time): registers, not the stack */
         const int H = K - 1;
         float *hist = state + c * H;
         const float *wc = w + c * K;
-        for (int i = 0; i < H; i++)
-            win[i] = hist[i];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            win[i] = i < H ? hist[i] : 0.0f;
         for (int64_t t = 0; t < n_tok; t++) {
-            win[H] = x[t * ldx + c];
+            const float xt = x[t * ldx + c];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                win[i] = i == H ? xt : win[i];
             float sum = 0.0f;
-            for (int i = 0; i < K; i++)
-                sum = fmaf(win[i], wc[i], sum);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (i < K)
+                    sum = fmaf(win[i], wc[i], sum);
             y[t * ldy + c] = sum;
-            for (int i = 0; i < H; i++)
-                win[i] = win[i + 1];
+#pragma unroll
+            for (int i = 0; i < 7; i++)
+                if (i < H)
+                    win[i] = win[i + 1];
         }
-        for (int i = 0; i < H; i++)
-            hist[i] = win[i];
+#pragma unroll
+        for (int i = 0; i < 7; i++)
+            if (i < H)
+                hist[i] = win[i];
     }
 }
 
@@ -3193,17 +3209,22 @@ __global__ static void k_conv_silu_l2norm(const float *x, const float *w, int K,
     }
     const int64_t c = (int64_t)blockIdx.x * d + threadIdx.x;
     const int H = K - 1;
-    float win[8];
+    float win[8]; /* indexed by unrolled loops only, as k_conv1d's */
     float *hist = state + c * H;
     const float *wc = w + c * K;
-    for (int i = 0; i < H; i++)
-        win[i] = hist[i];
-    win[H] = x[c];
+    const float xc = x[c];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        win[i] = i < H ? hist[i] : i == H ? xc : 0.0f;
     float sum = 0.0f;
-    for (int i = 0; i < K; i++)
-        sum = fmaf(win[i], wc[i], sum);
-    for (int i = 0; i < H; i++)
-        hist[i] = win[i + 1];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        if (i < K)
+            sum = fmaf(win[i], wc[i], sum);
+#pragma unroll
+    for (int i = 0; i < 7; i++)
+        if (i < H)
+            hist[i] = win[i + 1];
     const float v = sum / (1.0f + expf16_body(0.0f - sum));
     if ((int)blockIdx.x >= n_norm) {
         y[c] = v;
@@ -3827,11 +3848,6 @@ static int mv1_launch(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int
                         w->row_bytes, nb, x, rows, none);
 }
 
-/* What the NORM kernels' shared memory holds past the plain kernel's: the
- * squares of the input's cols elements (k_mv1_q8_0, k_mv1_q8_0_warps,
- * k_mv1_q4_k). */
-static size_t mv1_squares_shm(int64_t cols) { return (size_t)cols * sizeof(float); }
-
 /* k_mv1_q8_0 of R rows a block taking the add and norm an into its launch
  * (add_norm_fits; shm: the plain kernel's, the squares' added here). */
 template <int R>
@@ -3839,7 +3855,7 @@ static int mv1_launch_norm(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts
                            size_t shm, const vt_gpu_add_norm *an, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(nb * 32),
+    return launch_early(g, 1, k_mv1_q8_0<R, MV1_PLAIN, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(w->cols),
                         "k_mv1_q8_0_norm", err, parts, w->row_bytes, nb, an->x, rows, *an);
 }
 
@@ -3850,7 +3866,7 @@ static int mv1_launch_norm_q4_k(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &
                                 size_t shm, const vt_gpu_add_norm *an, vt_error *err)
 {
     const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(nb * 256),
+    return launch_early(g, 1, k_mv1_q4_k<R, EPI, 1>, blocks, MV1_THREADS, shm + mv1_squares_shm(w->cols),
                         EPI == MV1_SWIGLU ? "k_mv1_q4_k_swiglu_norm" : "k_mv1_q4_k_norm", err, parts, w->row_bytes,
                         nb, an->x, rows, *an);
 }
@@ -3922,7 +3938,7 @@ static int mv1_warps(vt_gpu *g, const vt_gpu_mat *w, const mv_parts &parts, int6
                                       : k_mv1_q8_0_warps<9, 0, 0>)
         : group_words <= 17 * 32 && !pair ? k_mv1_q8_0_warps<17, 0, 0>
                                           : NULL;
-    const size_t shm = mv1w_shm(w->row_bytes, nb) + (an ? mv1_squares_shm(nb * 32) : 0);
+    const size_t shm = mv1w_shm(w->row_bytes, nb) + (an ? mv1_squares_shm(w->cols) : 0);
     const int64_t groups = pair ? parts.rows[0] / 2 : rows / MV1W_ROWS;
     if (!k || shm > 160 * 1024 || !groups)
         return 0;
